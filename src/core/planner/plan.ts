@@ -1,0 +1,76 @@
+import { WPlacement } from '../engine/engine';
+import { EngineRun } from '../engine/engine-run.type';
+import { generateSchedule } from '../engine/generator';
+import { InputError } from '../input-error';
+import { PipelineModel } from '../pipeline/pipeline-model.type';
+import { adaptiveWarmup } from './adaptive-planner';
+import { deviceInflightCaps, initialWarmup } from './initial-planner';
+import { PlanPolicy } from './plan-policy.type';
+import { searchPlan, SearchOptions } from './search-planner';
+
+export interface PlanRequest {
+  policy: PlanPolicy;
+  /** Required for `fixed`. */
+  warmup?: readonly number[];
+  /** For `search`. */
+  search?: Omit<SearchOptions, 'inflightCaps'>;
+  /** Host-memory limit on microbatches in flight per stage for `adaptive` and `search` (default N). */
+  hostInflightCaps?: readonly number[];
+}
+
+export interface Plan {
+  policy: PlanPolicy;
+  warmup: number[];
+  wPlacement: WPlacement[];
+  /** The generated schedule and its exact timing under the model's delays. */
+  run: EngineRun;
+  /** Set for `search`: how much it evaluated. */
+  search?: { evaluations: number; elapsedMs: number; adaptiveIterationMs: number };
+}
+
+/** The same model with memory limits lifted (activations offloaded to the host); peaks are still measured. */
+export function withHostMemory(model: PipelineModel): PipelineModel {
+  return model.memLimit ? { ...model, memLimit: new Float64Array(model.stages).fill(Number.POSITIVE_INFINITY) } : model;
+}
+
+/**
+ * Chooses warm-up counts by policy and generates the full schedule under the model's delays.
+ * `initial` keeps the device memory limits of the model; every other policy runs with memory
+ * relaxed (delegation offloads activations to the host), bounded by `hostInflightCaps`.
+ */
+export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
+  const { stages: S, microbatches: N } = model;
+  const host = withHostMemory(model);
+  const fill = (p: WPlacement): WPlacement[] => new Array<WPlacement>(S).fill(p);
+  const generate = (m: PipelineModel, warmup: number[], wPlacement: WPlacement[], inflightCap: readonly number[] = warmup): Plan => ({
+    policy: request.policy,
+    warmup,
+    wPlacement,
+    run: generateSchedule(m, { warmup, inflightCap, wPlacement }),
+  });
+  switch (request.policy) {
+    case 'initial':
+      return generate(model, initialWarmup(S, N, deviceInflightCaps(model)), fill(WPlacement.Lazy));
+    case 'adaptive':
+      return generate(host, adaptiveWarmup(model, request.hostInflightCaps), fill(WPlacement.Lazy));
+    case '1f1b':
+      return generate(host, Array.from({ length: S }, (_, i) => Math.min(N, S - i)), fill(WPlacement.Fused));
+    case 'gpipe':
+      return generate(host, new Array<number>(S).fill(N), fill(WPlacement.Fused));
+    case 'fixed':
+      if (!request.warmup) throw new InputError('policy "fixed" needs warm-up counts');
+      return generate(host, request.warmup.slice(), fill(WPlacement.Lazy));
+    case 'search': {
+      const result = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps });
+      return {
+        policy: 'search',
+        warmup: result.warmup,
+        wPlacement: result.wPlacement,
+        run: result.run,
+        search: { evaluations: result.evaluations, elapsedMs: result.elapsedMs, adaptiveIterationMs: result.adaptiveIterationMs },
+      };
+    }
+    default:
+      throw new InputError(`unknown policy "${String(request.policy)}"`);
+  }
+}
