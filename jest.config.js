@@ -1,4 +1,4 @@
-/** Unit tests live beside the code (src/**/*.spec.ts); integration and CLI tests in test/. */
+// Unit tests live beside the code (src, *.spec.ts); CLI, integration and end-to-end tests in test/ (*.test.ts).
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/src', '<rootDir>/test'],

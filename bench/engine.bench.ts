@@ -1,0 +1,157 @@
+/**
+ * npm run bench:engine
+ *
+ * 1. Plan quality: 100 seeded random heterogeneous profiles with one or two slow links; for each
+ *    policy the mean and worst gap of its iteration time to a lower bound (one JSON line per policy).
+ * 2. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S};
+ *    the last output line is that JSON array.
+ *
+ * Runs on one core (the event loop); the numbers are wall-clock medians on this machine.
+ */
+import { generateSchedule } from '../src/core/engine/generator';
+import { simulateSchedule } from '../src/core/engine/simulator';
+import { toPipelineModel, validateProfile } from '../src/core/pipeline/pipeline-model';
+import { PipelineModel } from '../src/core/pipeline/pipeline-model.type';
+import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
+import { adaptiveWarmup } from '../src/core/planner/adaptive-planner';
+import { iterationLowerBoundMs } from '../src/core/planner/lower-bound';
+import { planPipeline, withHostMemory } from '../src/core/planner/plan';
+import { seededRandom } from '../src/core/planner/seeded-random';
+
+function median(values: number[]): number {
+  const sorted = values.slice().sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Repeats `fn` until it has run `minRuns` times and for at least `minMs`; returns the median run time. */
+function timeMedian(fn: () => void, minRuns = 7, minMs = 150): number {
+  fn(); // warm the JIT
+  const samples: number[] = [];
+  const started = performance.now();
+  while (samples.length < minRuns || performance.now() - started < minMs) {
+    const t0 = performance.now();
+    fn();
+    samples.push(performance.now() - t0);
+    if (samples.length >= 1000) break;
+  }
+  return median(samples);
+}
+
+function randomProfile(random: () => number, stages: number, microbatches: number, slowLinks: number): PipelineProfile {
+  const u = (lo: number, hi: number) => lo + (hi - lo) * random();
+  const fMs = Array.from({ length: stages }, () => u(8, 16));
+  // The last stage often carries the LM head: sometimes make it markedly slower.
+  if (random() < 0.5) fMs[stages - 1] *= u(1.2, 1.5);
+  const linkMs = new Array<number>(stages - 1).fill(0.5);
+  for (let k = 0; k < slowLinks; k++) linkMs[Math.floor(random() * (stages - 1))] = u(15, 120);
+  // Device memory for 1x to 2x S microbatches of activations (Megatron's profile: 2S), B freeing
+  // half and W the other half as in ZeroBubble.
+  const activation = fMs.map(() => u(800, 1300));
+  const limit = Math.round(u(1, 2) * stages);
+  return {
+    stages,
+    microbatches,
+    fMs,
+    bMs: fMs.map((f) => f * u(0.9, 1.2)),
+    wMs: fMs.map((f) => f * u(0.5, 0.9)),
+    linkMs,
+    memory: {
+      afterF: activation,
+      afterB: activation.map((a) => -a / 2),
+      afterW: activation.map((a) => -a / 2),
+      limit: activation.map((a) => a * limit),
+    },
+  };
+}
+
+/** Alg. 2 exactly as printed (floor, t^B_{i+1}, Δ_i <= N - 2S), kept here only to measure the departures in adaptive-planner.ts. */
+function printedAlg2Warmup(model: PipelineModel): number[] {
+  const { stages: S, microbatches: N, durations: d } = model;
+  const x = new Array<number>(S);
+  x[S - 1] = 1;
+  for (let i = S - 2; i >= 0; i--) {
+    const c = model.linkMs[i] + model.transferMs[i];
+    const delta = Math.min(N - 2 * S, Math.max(Math.floor((d[i * 3] + d[(i + 1) * 3 + 1] + 2 * c) / (d[(i + 1) * 3] + d[(i + 1) * 3 + 1])), 2));
+    x[i] = x[i + 1] + delta;
+  }
+  // The printed form can produce x_i < 1 or > N; clamp so it can run at all.
+  for (let i = 0; i < S; i++) x[i] = Math.max(1, Math.min(N, x[i], i > 0 ? x[i - 1] : N));
+  for (let i = S - 2; i >= 0; i--) x[i] = Math.max(x[i], x[i + 1]);
+  return x;
+}
+
+interface GapStats {
+  policy: string;
+  meanGapPct: number;
+  worstGapPct: number;
+}
+
+function planQuality(cases: number, searchBudgetMs: number): void {
+  const random = seededRandom(20261122);
+  const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search'] as const;
+  const gaps = new Map<string, number[]>(policies.map((p) => [p, []]));
+  const searchUsedMs: number[] = [];
+  const searchEvaluations: number[] = [];
+  for (let c = 0; c < cases; c++) {
+    const stages = [4, 6, 8][Math.floor(random() * 3)];
+    const microbatches = stages * [2, 3, 4][Math.floor(random() * 3)];
+    const profile = validateProfile(randomProfile(random, stages, microbatches, 1 + Math.floor(random() * 2)));
+    const slow = toPipelineModel(profile);
+    const healthy = toPipelineModel(profile, profile.linkMs.map(() => 0.5));
+    const bound = iterationLowerBoundMs(slow);
+    const record = (policy: string, iterationMs: number) => gaps.get(policy)!.push((iterationMs / bound - 1) * 100);
+    // A job without pipemorph: the ZeroBubble plan made while healthy, run unchanged under the stragglers.
+    record('zb-static', simulateSchedule(slow, planPipeline(healthy, { policy: 'initial' }).run.order).iterationMs);
+    record('1f1b', planPipeline(slow, { policy: '1f1b' }).run.iterationMs);
+    record('initial', planPipeline(slow, { policy: 'initial' }).run.iterationMs);
+    record('alg2-as-printed', generateSchedule(withHostMemory(slow), { warmup: printedAlg2Warmup(slow) }).iterationMs);
+    record('adaptive', planPipeline(slow, { policy: 'adaptive' }).run.iterationMs);
+    const search = planPipeline(slow, { policy: 'search', search: { timeBudgetMs: searchBudgetMs } });
+    record('search', search.run.iterationMs);
+    searchUsedMs.push(search.search!.elapsedMs);
+    searchEvaluations.push(search.search!.evaluations);
+  }
+  const stats: GapStats[] = policies.map((policy) => {
+    const g = gaps.get(policy)!;
+    return { policy, meanGapPct: g.reduce((a, b) => a + b, 0) / g.length, worstGapPct: Math.max(...g) };
+  });
+  const adaptive = stats.find((s) => s.policy === 'adaptive')!;
+  const search = stats.find((s) => s.policy === 'search')!;
+  for (const s of stats) console.log(JSON.stringify({ quality: s.policy, cases, meanGapPct: round(s.meanGapPct), worstGapPct: round(s.worstGapPct) }));
+  console.log(
+    JSON.stringify({
+      searchVsAdaptive: {
+        budgetMs: searchBudgetMs,
+        medianUsedMs: round(median(searchUsedMs)),
+        medianEvaluations: median(searchEvaluations),
+        meanGapClosedPct: round(adaptive.meanGapPct > 0 ? (1 - search.meanGapPct / adaptive.meanGapPct) * 100 : 100),
+      },
+    }),
+  );
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+function speed(): Array<{ stages: number; microbatches: number; generateMs: number; simulateMs: number }> {
+  const random = seededRandom(7);
+  const rows = [];
+  for (const stages of [4, 8, 16, 32, 64]) {
+    for (const factor of [2, 4, 8]) {
+      const microbatches = factor * stages;
+      const model: PipelineModel = withHostMemory(toPipelineModel(validateProfile(randomProfile(random, stages, microbatches, 1))));
+      const warmup = adaptiveWarmup(model);
+      const order = generateSchedule(model, { warmup }).order;
+      const generateMs = timeMedian(() => generateSchedule(model, { warmup }));
+      const simulateMs = timeMedian(() => simulateSchedule(model, order));
+      rows.push({ stages, microbatches, generateMs: round(generateMs), simulateMs: round(simulateMs) });
+      console.error(`speed S=${stages} N=${microbatches}: generate ${generateMs.toFixed(3)} ms, simulate ${simulateMs.toFixed(3)} ms`);
+    }
+  }
+  return rows;
+}
+
+planQuality(100, 50);
+console.log(JSON.stringify(speed()));

@@ -1,0 +1,52 @@
+import { InputError } from '../../core/input-error';
+import { simulateSchedule } from '../../core/engine/simulator';
+import { summarizeRun } from '../../core/engine/simulation-report';
+import { formatSchedule } from '../../core/pipeline/schedule';
+import { linkTolerance } from '../../core/planner/link-tolerance';
+import { iterationLowerBoundMs } from '../../core/planner/lower-bound';
+import { planPipeline } from '../../core/planner/plan';
+import { PLAN_POLICIES, PlanPolicy } from '../../core/planner/plan-policy.type';
+import { expectOnly, integerListOption, numberOption, requiredOption, stringOption } from '../cli-args';
+import { loadProfile } from '../load-profile';
+
+export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'details'];
+
+/**
+ * `plan`: chooses warm-up counts by policy, generates the schedule and reports its simulated time
+ * under the profile's delays. Output contract: {policy, warmup, stages, iterationMs, bubbleRate};
+ * --details adds fields, never changes these.
+ */
+export function planCommand(options: Map<string, string | true>): unknown {
+  expectOnly(options, PLAN_OPTIONS, 'plan');
+  const { model } = loadProfile(requiredOption(options, 'profile'));
+  const warmup = integerListOption(options, 'warmup');
+  const policyName = stringOption(options, 'policy') ?? (warmup ? 'fixed' : 'adaptive');
+  if (!(PLAN_POLICIES as readonly string[]).includes(policyName) || (policyName === 'fixed' && !warmup)) {
+    throw new InputError(`--policy must be one of ${PLAN_POLICIES.filter((p) => p !== 'fixed').join(', ')}, got "${policyName}"`);
+  }
+  if (warmup && policyName !== 'fixed') throw new InputError(`--warmup sets the warm-up counts itself; it cannot be combined with --policy ${policyName}`);
+  const timeBudgetMs = numberOption(options, 'budget-ms', { min: 0 });
+  const maxEvaluations = numberOption(options, 'max-evaluations', { integer: true, min: 1 });
+  const seed = numberOption(options, 'seed', { integer: true, min: 0 });
+
+  const plan = planPipeline(model, { policy: policyName as PlanPolicy, warmup, search: { timeBudgetMs, maxEvaluations, seed } });
+  // The contract's iterationMs is the replayed time; it equals the generator's by construction.
+  const replay = simulateSchedule(model, plan.run.order);
+  const report = summarizeRun(replay, model.durations);
+  const output: Record<string, unknown> = {
+    policy: plan.policy,
+    warmup: plan.warmup,
+    stages: formatSchedule(plan.run.order),
+    iterationMs: report.iterationMs,
+    bubbleRate: report.bubbleRate,
+  };
+  if (options.has('details')) {
+    output.lowerBoundMs = iterationLowerBoundMs(model);
+    output.links = linkTolerance(model, plan.warmup);
+    output.wPlacement = plan.wPlacement.map((p) => ['lazy', 'eager', 'fused'][p]);
+    output.peakInflight = report.peakInflight;
+    if (report.peakMemory) output.peakMemory = report.peakMemory;
+    if (plan.search) output.search = plan.search;
+  }
+  return output;
+}

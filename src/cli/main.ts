@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+import { InputError } from '../core/input-error';
+import { parseArgs } from './cli-args';
+import { compareCommand, formatComparisonTable } from './commands/compare.command';
+import { planCommand } from './commands/plan.command';
+import { simulateCommand } from './commands/simulate.command';
+import { toleranceCommand } from './commands/tolerance.command';
+
+const USAGE = `usage: pipemorph <command> [options]
+
+commands:
+  plan      --profile P.json [--policy initial|adaptive|search|1f1b|gpipe] [--warmup 7,5,3,1]
+            [--budget-ms 50] [--max-evaluations N] [--seed N] [--details]
+  simulate  --profile P.json --schedule S.json [--timeline]
+  tolerance --profile P.json (--warmup 7,5,3,1 | --schedule S.json)
+  compare   --profile P.json [--delay 0=60,6=30] [--budget-ms 50] [--table]
+
+Each command prints one JSON object to stdout. Errors: one line on stderr, exit code 2.`;
+
+const COMMANDS: Record<string, (options: Map<string, string | true>) => unknown> = {
+  plan: planCommand,
+  simulate: simulateCommand,
+  tolerance: toleranceCommand,
+  compare: compareCommand,
+};
+
+function main(argv: readonly string[]): number {
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help' || argv[0] === '-h') {
+    process.stdout.write(USAGE + '\n');
+    return argv.length === 0 ? 2 : 0;
+  }
+  try {
+    const { command, options } = parseArgs(argv, new Set(['details', 'timeline', 'table']));
+    const handler = command === undefined ? undefined : COMMANDS[command];
+    if (!handler) throw new InputError(`unknown command "${command}" (try: ${Object.keys(COMMANDS).join(', ')})`);
+    const result = handler(options);
+    const table = command === 'compare' && options.has('table');
+    process.stdout.write((table ? formatComparisonTable(result) : JSON.stringify(result)) + '\n');
+    return 0;
+  } catch (error) {
+    if (error instanceof InputError) {
+      process.stderr.write(`pipemorph: ${error.message.replace(/\s*\n\s*/g, ' ')}\n`);
+      return 2;
+    }
+    throw error; // a bug: let Node print the stack
+  }
+}
+
+process.exitCode = main(process.argv.slice(2));
