@@ -249,7 +249,10 @@ class Engine {
 
   private memoryAllows(s: number, kind: number): boolean {
     const delta = this.model.memDelta ? this.model.memDelta[s * 3 + kind] : 0;
-    return delta <= 0 || this.mem[s] + delta <= this.model.memLimit![s] + MEMORY_SLACK;
+    if (delta <= 0) return true;
+    const limit = this.model.memLimit![s];
+    // Relative slack: memory sums of large non-integer values must not lose an exact fit to rounding.
+    return this.mem[s] + delta <= limit + MEMORY_SLACK * Math.max(1, Math.abs(limit));
   }
 
   private canStartF(s: number): boolean {

@@ -12,11 +12,12 @@ export function summarizeRun(run: EngineRun, durations: Float64Array, withTimeli
     stageBusyMs.push(busy);
     busyTotal += busy;
   }
+  // Busy time is N (f + b + w) while the engine adds durations one by one: clamp the rounding.
   const report: SimulationReport = {
     iterationMs,
-    bubbleRate: iterationMs > 0 ? 1 - busyTotal / (stages * iterationMs) : 0,
+    bubbleRate: iterationMs > 0 ? Math.max(0, 1 - busyTotal / (stages * iterationMs)) : 0,
     stageBusyMs,
-    stageIdleMs: stageBusyMs.map((busy) => iterationMs - busy),
+    stageIdleMs: stageBusyMs.map((busy) => Math.max(0, iterationMs - busy)),
     peakInflight: Array.from(run.peakInflight),
   };
   if (run.peakMemory) report.peakMemory = Array.from(run.peakMemory);

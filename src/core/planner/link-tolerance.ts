@@ -27,7 +27,8 @@ export function linkTolerance(model: PipelineModel, warmup: readonly number[]): 
     const slackness = warmup[i] - warmup[i + 1];
     const toleranceMs = Math.max(0, (slackness * stageFB(model, i + 1) - stageFB(model, i)) / 2);
     const delayMs = effectiveLinkDelayMs(model, i);
-    result.push({ link: i, slackness, toleranceMs, delayMs, absorbed: stageFB(model, i) + 2 * delayMs <= slackness * stageFB(model, i + 1) + 1e-9 });
+    // One comparison for both questions ("absorbed?" and "how much slackness?"), one rounding rule.
+    result.push({ link: i, slackness, toleranceMs, delayMs, absorbed: slackness >= requiredSlackness(model, i) });
   }
   return result;
 }

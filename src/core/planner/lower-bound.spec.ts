@@ -1,0 +1,46 @@
+import fc from 'fast-check';
+import { arbProfile } from '../engine/run-checks.spec';
+import { generateSchedule } from '../engine/generator';
+import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
+import { iterationLowerBoundMs } from './lower-bound';
+
+describe('iterationLowerBoundMs', () => {
+  it('is the exact iteration time of one stage: N (f + b + w)', () => {
+    const model = toPipelineModel(validateProfile({ stages: 1, microbatches: 5, fMs: [1], bMs: [2], wMs: [3], linkMs: [] }));
+    expect(iterationLowerBoundMs(model)).toBe(30);
+    expect(generateSchedule(model, { warmup: [1] }).iterationMs).toBe(30);
+  });
+
+  it('is tight for the paper\'s zero-bubble Fig. 4 pipeline (S = 4, N = 12, t = 10): 390 ms', () => {
+    const model = toPipelineModel(validateProfile({ stages: 4, microbatches: 12, fMs: [10, 10, 10, 10], bMs: [10, 10, 10, 10], wMs: [10, 10, 10, 10], linkMs: [0, 0, 0] }));
+    // The last stage starts after 3 forwards (30 ms) and then works 12 * 30 ms.
+    expect(iterationLowerBoundMs(model)).toBe(390);
+  });
+
+  it('counts the gradient\'s way back to stage 0 through links and backwards', () => {
+    // Stage 1 is slow: its last B ends no earlier than 1 + 5 + 3 * 110 = 336; the gradient then takes
+    // 5 ms back, stage 0 runs B (1) and W (1): 343.
+    const model = toPipelineModel(validateProfile({ stages: 2, microbatches: 3, fMs: [1, 10], bMs: [1, 100], wMs: [1, 1], linkMs: [5] }));
+    expect(iterationLowerBoundMs(model)).toBe(343);
+    expect(generateSchedule(model, { warmup: [2, 1] }).iterationMs).toBeGreaterThanOrEqual(343);
+  });
+
+  it('includes transfer time in link delays', () => {
+    const base = { stages: 2, microbatches: 3, fMs: [1, 10], bMs: [1, 100], wMs: [1, 1], linkMs: [5] };
+    const withBandwidth = validateProfile({ ...base, linkBytes: [2e6], linkGBps: [1] }); // +2 ms per message
+    expect(iterationLowerBoundMs(toPipelineModel(withBandwidth))).toBe(343 + 2 + 2);
+  });
+
+  it('grows with every op time and link delay (monotone)', () => {
+    fc.assert(
+      fc.property(arbProfile({ maxStages: 6, maxMicrobatches: 12 }), fc.nat(), fc.double({ min: 0, max: 50, noNaN: true }), (profile, seed, extra) => {
+        const before = iterationLowerBoundMs(toPipelineModel(profile));
+        const field = (['fMs', 'bMs', 'wMs', 'linkMs'] as const)[seed % 4];
+        if (profile[field].length === 0) return;
+        const bumped = { ...profile, [field]: profile[field].map((v, i) => (i === seed % profile[field].length ? v + extra : v)) };
+        expect(iterationLowerBoundMs(toPipelineModel(bumped))).toBeGreaterThanOrEqual(before);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

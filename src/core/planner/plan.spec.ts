@@ -1,0 +1,164 @@
+import fc from 'fast-check';
+import { WPlacement } from '../engine/engine';
+import { arbProfile, exactlyOnceProblems, inputErrorOf, namesOf, timelineProblems } from '../engine/run-checks.spec';
+import { OP_B, OP_W, opKind } from '../pipeline/op';
+import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
+import { PipelineProfile } from '../pipeline/pipeline-profile.type';
+import { warmupOf } from '../pipeline/schedule';
+import { adaptiveWarmup } from './adaptive-planner';
+import { deviceInflightCaps, initialWarmup } from './initial-planner';
+import { planPipeline, PlanRequest, withHostMemory } from './plan';
+import { PLAN_POLICIES, PlanPolicy } from './plan-policy.type';
+
+function requestFor(policy: PlanPolicy, profile: PipelineProfile): PlanRequest {
+  const S = profile.stages;
+  const N = profile.microbatches;
+  if (policy === 'fixed') return { policy, warmup: Array.from({ length: S }, (_, i) => Math.max(1, Math.min(N, S - i))) };
+  if (policy === 'search') return { policy, search: { maxEvaluations: 20, timeBudgetMs: Infinity } };
+  return { policy };
+}
+
+/** Memory profiles here always leave room for the initial plan (every B and W frees memory). */
+const arbPlanProfile = arbProfile({ maxStages: 6, maxMicrobatches: 16, memory: true }).map((p) =>
+  p.memory ? validateProfile({ ...p, memory: { ...p.memory, afterB: p.memory.afterB.map((b) => Math.min(0, b)), afterW: p.memory.afterF.map((f, i) => -(f + Math.min(0, p.memory!.afterB[i]))) } }) : p,
+);
+
+describe('planPipeline', () => {
+  it.each(PLAN_POLICIES.map((p) => [p]))('policy %s returns a complete, dependency-respecting schedule', (policy) => {
+    fc.assert(
+      fc.property(arbPlanProfile, (profile) => {
+        const model = toPipelineModel(profile);
+        const plan = planPipeline(model, requestFor(policy, profile));
+        expect(plan.policy).toBe(policy);
+        expect(exactlyOnceProblems(plan.run.order, profile.stages, profile.microbatches)).toEqual([]);
+        // Timing is checked under the model the plan ran with; only 'initial' keeps device memory limits.
+        expect(timelineProblems(model, plan.run)).toEqual([]);
+        expect(plan.warmup).toHaveLength(profile.stages);
+        expect(plan.wPlacement).toHaveLength(profile.stages);
+        warmupOf(plan.run.order).forEach((x, i) => expect(x).toBeGreaterThanOrEqual(plan.warmup[i]));
+      }),
+      { numRuns: policy === 'search' ? 30 : 60 },
+    );
+  });
+
+  it.each([['1f1b'], ['gpipe']] as const)('policy %s runs each W_j directly after B_j', (policy) => {
+    fc.assert(
+      fc.property(arbPlanProfile, (profile) => {
+        const plan = planPipeline(toPipelineModel(profile), { policy });
+        expect(plan.wPlacement).toEqual(Array(profile.stages).fill(WPlacement.Fused));
+        for (const ops of plan.run.order) {
+          ops.forEach((code, k) => {
+            if (opKind(code) === OP_B) expect(ops[k + 1]).toBe(code + (OP_W - OP_B));
+          });
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  const profile = validateProfile({ stages: 4, microbatches: 6, fMs: [1, 1, 1, 1], bMs: [2, 2, 2, 2], wMs: [1, 1, 1, 1], linkMs: [0, 0.5, 0] });
+  const model = toPipelineModel(profile);
+
+  it('1f1b uses x_i = min(N, S - i), gpipe x_i = N', () => {
+    expect(planPipeline(model, { policy: '1f1b' }).warmup).toEqual([4, 3, 2, 1]);
+    expect(planPipeline(toPipelineModel({ ...profile, microbatches: 2 }), { policy: '1f1b' }).warmup).toEqual([2, 2, 2, 1]);
+    const gpipe = planPipeline(model, { policy: 'gpipe' });
+    expect(gpipe.warmup).toEqual([6, 6, 6, 6]);
+    // GPipe: all forwards, then backwards.
+    expect(namesOf(gpipe.run.order[0]).slice(0, 6)).toEqual(['F0', 'F1', 'F2', 'F3', 'F4', 'F5']);
+  });
+
+  it('fixed uses the given warm-up and needs one', () => {
+    expect(planPipeline(model, { policy: 'fixed', warmup: [3, 3, 2, 1] }).warmup).toEqual([3, 3, 2, 1]);
+    expect(inputErrorOf(() => planPipeline(model, { policy: 'fixed' })).message).toBe('policy "fixed" needs warm-up counts');
+    expect(inputErrorOf(() => planPipeline(model, { policy: 'fixed', warmup: [1, 2, 2, 1] })).message).toMatch(/must not increase/);
+  });
+
+  it('rejects an unknown policy', () => {
+    expect(inputErrorOf(() => planPipeline(model, { policy: 'zigzag' as PlanPolicy })).message).toBe('unknown policy "zigzag"');
+  });
+
+  describe('memory', () => {
+    // Room for 3 activations per stage on the device; a 40 ms straggler on link 0.
+    const tight = validateProfile({
+      ...profile,
+      microbatches: 12,
+      linkMs: [40, 0, 0],
+      memory: { afterF: [2, 2, 2, 2], afterB: [-1, -1, -1, -1], afterW: [-1, -1, -1, -1], limit: [6, 6, 6, 6] },
+    });
+    const tightModel = toPipelineModel(tight);
+
+    it('initial plans Alg. 1 under device memory and stays within it', () => {
+      const plan = planPipeline(tightModel, { policy: 'initial' });
+      expect(plan.warmup).toEqual(initialWarmup(4, 12, deviceInflightCaps(tightModel)));
+      expect(plan.warmup).toEqual([3, 2, 1, 1]);
+      plan.run.peakMemory!.forEach((peak) => expect(peak).toBeLessThanOrEqual(6));
+    });
+
+    // Regression: deviceInflightCaps counts with a relative tolerance (floor(limit / afterF + 1e-9))
+    // and the engine used to enforce limits with an absolute 1e-9, so with large non-integer memory units
+    // the running sum of afterF overshoots an exact-fit limit by rounding and the 'initial' plan is
+    // rejected as infeasible. Minimal case: S = 2, N = 3, afterF 1000000000.2, afterB = afterW =
+    // -500000000.1, limit 3000000000.6 (exactly 3 activations): deviceInflightCaps = [3, 3],
+    // initialWarmup = [3, 1]; expected a schedule, actual InputError "no op can run ... stage 0
+    // (warm-up left 1, in flight 2/3, memory 2000000000.4/3000000000.6)" (2000000000.4 + 1000000000.2
+    // = 3000000000.6000004 > 3000000000.6 + 1e-9).
+    it('initial plans are feasible when the device holds exactly the planned activations (large non-integer units)', () => {
+      const f = 1000000000.2;
+      const exact = validateProfile({
+        stages: 2,
+        microbatches: 3,
+        fMs: [1, 1],
+        bMs: [1, 1],
+        wMs: [1, 1],
+        linkMs: [0],
+        memory: { afterF: [f, f], afterB: [-f / 2, -f / 2], afterW: [-f / 2, -f / 2], limit: [3000000000.6, 3000000000.6] },
+      });
+      const exactModel = toPipelineModel(exact);
+      expect(deviceInflightCaps(exactModel)).toEqual([3, 3]);
+      const plan = planPipeline(exactModel, { policy: 'initial' });
+      expect(plan.warmup).toEqual([3, 1]);
+      expect(exactlyOnceProblems(plan.run.order, 2, 3)).toEqual([]);
+    });
+
+    it('initial enforces device memory even when Lazy W placement defers the Ws that free it', () => {
+      // B frees only 0.2 of F's 2: once stage 0 has 3 activations, F3 must wait for a W, not pile up to 7.8.
+      const deferred = toPipelineModel(
+        validateProfile({ ...profile, stages: 2, microbatches: 8, fMs: [1, 1], bMs: [1, 1], wMs: [1, 1], linkMs: [0], memory: { afterF: [2, 2], afterB: [-0.2, -0.2], afterW: [-1.8, -1.8], limit: [6, 6] } }),
+      );
+      const plan = planPipeline(deferred, { policy: 'initial' });
+      expect(plan.warmup).toEqual([3, 1]);
+      plan.run.peakMemory!.forEach((peak) => expect(peak).toBeLessThanOrEqual(6 + 1e-9));
+    });
+
+    it('adaptive relaxes memory to the host (peaks are measured, may exceed the device) within host caps', () => {
+      const plan = planPipeline(tightModel, { policy: 'adaptive' });
+      expect(plan.warmup).toEqual(adaptiveWarmup(tightModel));
+      expect(Math.max(...plan.run.peakMemory!)).toBeGreaterThan(6);
+      const capped = planPipeline(tightModel, { policy: 'adaptive', hostInflightCaps: [5, 5, 5, 5] });
+      capped.run.peakInflight.forEach((peak) => expect(peak).toBeLessThanOrEqual(5));
+    });
+
+    it('search honours host caps too', () => {
+      const plan = planPipeline(tightModel, { policy: 'search', hostInflightCaps: [4, 4, 3, 2], search: { maxEvaluations: 30, timeBudgetMs: Infinity } });
+      plan.warmup.forEach((x, i) => expect(x).toBeLessThanOrEqual([4, 4, 3, 2][i]));
+      expect(plan.search!.evaluations).toBeLessThanOrEqual(30);
+      expect(plan.run.iterationMs).toBeLessThanOrEqual(plan.search!.adaptiveIterationMs);
+    });
+  });
+});
+
+describe('withHostMemory', () => {
+  it('lifts memory limits without touching the model', () => {
+    const model = toPipelineModel(validateProfile({ stages: 2, microbatches: 2, fMs: [1, 1], bMs: [1, 1], wMs: [1, 1], linkMs: [0], memory: { afterF: [1, 1], afterB: [0, 0], afterW: [-1, -1], limit: [1, 2] } }));
+    const host = withHostMemory(model);
+    expect(Array.from(host.memLimit!)).toEqual([Infinity, Infinity]);
+    expect(Array.from(model.memLimit!)).toEqual([1, 2]);
+    expect(host.memDelta).toBe(model.memDelta);
+  });
+
+  it('returns a model without memory unchanged', () => {
+    const model = toPipelineModel(validateProfile({ stages: 1, microbatches: 1, fMs: [1], bMs: [1], wMs: [1], linkMs: [] }));
+    expect(withHostMemory(model)).toBe(model);
+  });
+});
