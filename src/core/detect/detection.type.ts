@@ -1,0 +1,109 @@
+/** Reported by the ranks; see protocol rank-report v1. Declared here so the core depends on nothing outside it. */
+export type LinkError = 'nic-failure' | 'timeout' | null;
+
+export interface RankPosition {
+  rank: number;
+  dp: number;
+  pp: number;
+}
+
+/** Only reporting ranks (one per (dp, pp)). */
+export interface JobTopology {
+  stages: number;
+  dpSize: number;
+  ranks: RankPosition[];
+}
+
+/** One iteration of one link a rank sends on: per-message transfer time, median and max, ms. */
+export interface LinkObservation {
+  peer: number;
+  kind: 'pipeline' | 'data-parallel';
+  bytes: number;
+  medianMs: number;
+  maxMs: number;
+  delegated: boolean;
+  error: LinkError;
+}
+
+/** Median compute time of the stage's F, B, W over one iteration, ms. */
+export interface ComputeObservation {
+  f: number;
+  b: number;
+  w: number;
+}
+
+export type PipelineStragglerReason = 'nic-failure' | 'eq1' | 'delegation';
+
+/**
+ * Pipeline link `link` of replica `dp` (stage link -> link + 1). Where one number stands for
+ * both directions it is the worse one (the larger), since either direction stalls the pipeline.
+ */
+export interface PipelineLinkState {
+  dp: number;
+  link: number;
+  upRank: number;
+  downRank: number;
+  /** Current extra delay per direction: median of the newest enterAfter samples over the baseline, ms. */
+  forwardExtraMs: number;
+  backwardExtraMs: number;
+  /** max(forwardExtraMs, backwardExtraMs). */
+  extraMs: number;
+  baselineMs: number;
+  medianMs: number;
+  ewmaMs: number;
+  /** Observations of the busier direction, error samples included. */
+  samples: number;
+  straggler: boolean;
+  reason: PipelineStragglerReason | null;
+  error: LinkError;
+}
+
+/** Directed data-parallel link fromRank -> toRank (same stage `pp`, different replicas). */
+export interface DataParallelLinkState {
+  fromRank: number;
+  toRank: number;
+  pp: number;
+  medianMs: number;
+  /** Median over all data-parallel links of the job of their window medians, ms. */
+  peerMedianMs: number;
+  /** medianMs / peerMedianMs (NaN when either is unknown). */
+  ratio: number;
+  samples: number;
+  straggler: boolean;
+  error: LinkError;
+}
+
+export interface RankComputeState {
+  rank: number;
+  dp: number;
+  pp: number;
+  fMs: number;
+  bMs: number;
+  wMs: number;
+  /** Median f+b+w of the same stage in the other replicas, or the rank's own healthy level when dpSize is 1, ms. */
+  referenceMs: number;
+  /** Median f+b+w over referenceMs (NaN when the reference is unknown). */
+  ratio: number;
+  straggler: boolean;
+}
+
+export interface DetectionSnapshot {
+  /** Every pipeline link with at least one sample, sorted by (dp, link). */
+  pipelineLinks: PipelineLinkState[];
+  /** Every data-parallel link with at least one sample, sorted by (fromRank, toRank). */
+  dataParallelLinks: DataParallelLinkState[];
+  /** Every rank with at least one compute sample, sorted by (dp, pp). */
+  compute: RankComputeState[];
+  /** Per stage, max over replicas of the median F, B, W (ms); NaN where no report yet. For planning heterogeneous stages. */
+  stageTimes: { fMs: number[]; bMs: number[]; wMs: number[] };
+}
+
+export interface ObserveResult {
+  /** The report was taken into the detector state (false for unknown ranks and duplicates). */
+  accepted: boolean;
+  duplicate: boolean;
+  /** Links of the report that were not used: unknown or wrong-kind peer, or unusable timing. */
+  ignoredLinks: number;
+  /** Some straggler state flipped (or a NIC failure began or ended). */
+  changed: boolean;
+}

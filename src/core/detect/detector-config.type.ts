@@ -1,0 +1,53 @@
+/** Knobs of straggler detection (see config/default.json, section "detection"). */
+export interface DetectorConfig {
+  /** Samples kept per link/rank for the sliding median. */
+  windowSize: number;
+  /** Weight of the newest sample in the fast EWMA. */
+  ewmaAlpha: number;
+  /** Samples before a learned baseline is trusted. */
+  baselineWarmup: number;
+  /** K consecutive bad samples to become a straggler. */
+  enterAfter: number;
+  /** M consecutive healthy samples to recover. */
+  leaveAfter: number;
+  /** Noise floor: extra delay below this is never bad, ms. */
+  minExtraMs: number;
+  /** Extra delay at which a pipeline link needs CPU delegation, ms. */
+  delegationThresholdMs: number;
+  /** A data-parallel link is bad when its median exceeds this ratio times the median of its peers. */
+  dpSlowRatio: number;
+  /** A rank is bad when its f+b+w median exceeds this ratio times its reference. */
+  computeSlowRatio: number;
+}
+
+export const DEFAULT_DETECTOR_CONFIG: DetectorConfig = {
+  windowSize: 16,
+  ewmaAlpha: 0.3,
+  baselineWarmup: 8,
+  enterAfter: 3,
+  leaveAfter: 5,
+  minExtraMs: 1,
+  delegationThresholdMs: 5,
+  dpSlowRatio: 1.2,
+  computeSlowRatio: 1.15,
+};
+
+function isInteger(x: unknown, min: number, max: number): boolean {
+  return typeof x === 'number' && Number.isInteger(x) && x >= min && x <= max;
+}
+
+/** Problems with `c`, one sentence each naming the key; empty when it is usable. Bounds match schemas/config.schema.json. */
+export function validateDetectorConfig(c: DetectorConfig): string[] {
+  const problems: string[] = [];
+  if (!isInteger(c.windowSize, 3, 1024)) problems.push('windowSize must be an integer from 3 to 1024');
+  if (!(typeof c.ewmaAlpha === 'number' && c.ewmaAlpha > 0 && c.ewmaAlpha <= 1)) problems.push('ewmaAlpha must be a number in (0, 1]');
+  if (!isInteger(c.baselineWarmup, 1, 1024)) problems.push('baselineWarmup must be an integer from 1 to 1024');
+  if (!isInteger(c.enterAfter, 1, 1000)) problems.push('enterAfter must be an integer from 1 to 1000');
+  if (!isInteger(c.leaveAfter, 1, 1000)) problems.push('leaveAfter must be an integer from 1 to 1000');
+  if (!(typeof c.minExtraMs === 'number' && Number.isFinite(c.minExtraMs) && c.minExtraMs >= 0)) problems.push('minExtraMs must be a finite number >= 0');
+  // Infinity is allowed: "never ask for delegation, judge by Eq. 1 tolerance only".
+  if (!(typeof c.delegationThresholdMs === 'number' && c.delegationThresholdMs >= 0)) problems.push('delegationThresholdMs must be a number >= 0');
+  if (!(typeof c.dpSlowRatio === 'number' && Number.isFinite(c.dpSlowRatio) && c.dpSlowRatio > 1)) problems.push('dpSlowRatio must be a finite number > 1');
+  if (!(typeof c.computeSlowRatio === 'number' && Number.isFinite(c.computeSlowRatio) && c.computeSlowRatio > 1)) problems.push('computeSlowRatio must be a finite number > 1');
+  return problems;
+}

@@ -1,0 +1,64 @@
+import fc from 'fast-check';
+import { Hysteresis } from './hysteresis';
+
+/** Length of the run of equal values at the end of `xs` that equal `value`. */
+function trailing(xs: boolean[], value: boolean): number {
+  let n = 0;
+  for (let i = xs.length - 1; i >= 0 && xs[i] === value; i--) n++;
+  return n;
+}
+
+describe('Hysteresis', () => {
+  it('flips exactly when K bad (or M good) observations in a row have been seen since the last flip', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.array(fc.boolean(), { maxLength: 200 }), (K, M, observations) => {
+        const h = new Hysteresis(K, M);
+        let sinceFlip: boolean[] = [];
+        for (const bad of observations) {
+          const wasActive = h.active;
+          sinceFlip.push(bad);
+          const flipped = h.update(bad);
+          const need = wasActive ? M : K;
+          const run = trailing(sinceFlip, !wasActive);
+          // Never before the run is long enough, always as soon as it is.
+          expect(flipped).toBe(run >= need);
+          expect(h.active).toBe(flipped ? !wasActive : wasActive);
+          if (flipped) sinceFlip = [];
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('never flips on alternating bad/good noise when K, M >= 2', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 10 }), fc.integer({ min: 2, max: 10 }), fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 300 }), (K, M, startActive, firstBad, n) => {
+        const h = new Hysteresis(K, M);
+        h.force(startActive);
+        for (let k = 0; k < n; k++) {
+          expect(h.update(k % 2 === 0 ? firstBad : !firstBad)).toBe(false);
+          expect(h.active).toBe(startActive);
+        }
+      }),
+    );
+  });
+
+  it('force sets the state at once, reports a flip only on change, and restarts the count', () => {
+    const h = new Hysteresis(3, 2);
+    expect(h.update(true)).toBe(false);
+    expect(h.update(true)).toBe(false);
+    expect(h.force(true)).toBe(true);
+    expect(h.active).toBe(true);
+    expect(h.force(true)).toBe(false);
+    expect(h.update(false)).toBe(false);
+    expect(h.force(true)).toBe(false); // a new failure restarts the M count
+    expect(h.update(false)).toBe(false);
+    expect(h.update(false)).toBe(true);
+    expect(h.active).toBe(false);
+  });
+
+  it('rejects counts that are not positive integers', () => {
+    expect(() => new Hysteresis(0, 1)).toThrow(RangeError);
+    expect(() => new Hysteresis(1, 1.5)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,165 @@
+import { DetectorConfig } from './detector-config.type';
+import { LinkError, LinkObservation, PipelineLinkState, PipelineStragglerReason } from './detection.type';
+import { Hysteresis } from './hysteresis';
+import { LinkEstimator } from './link-estimator';
+
+/** Activations go down the pipeline (reported by the upstream rank), gradients up (by the downstream rank). */
+export const FORWARD = 0;
+export const BACKWARD = 1;
+
+export interface NominalNetwork {
+  latencyMs: number;
+  /** Nominal bandwidth, GB/s (1 GB/s moves 1e6 bytes per ms). */
+  gbps: number;
+}
+
+class Direction {
+  readonly estimator: LinkEstimator;
+  readonly hysteresis: Hysteresis;
+  observations = 0;
+  /** Set by a 'nic-failure' sample, cleared only when the direction recovers. */
+  nicFailure = false;
+  lastError: LinkError = null;
+
+  constructor(config: DetectorConfig, nominalMs: number | undefined) {
+    this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
+    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter);
+  }
+}
+
+function worse(a: number, b: number): number {
+  if (a !== a) return b;
+  if (b !== b) return a;
+  return a > b ? a : b;
+}
+
+/**
+ * Both directions of every pipeline link of every replica, indexed densely by
+ * (dp * links + link) * 2 + direction and created on their first sample.
+ */
+export class PipelineLinkTracker {
+  private readonly links: number;
+  private readonly dpSize: number;
+  private readonly directions: (Direction | undefined)[];
+  private readonly tolerance: Float64Array;
+  /** Per link: how many of its two directions are stragglers. */
+  private readonly activeDirections: Uint8Array;
+  private activeLinks = 0;
+  private tracked = 0;
+
+  constructor(
+    private readonly config: DetectorConfig,
+    stages: number,
+    dpSize: number,
+    private readonly nominal: NominalNetwork | null,
+  ) {
+    this.links = Math.max(0, stages - 1);
+    this.dpSize = dpSize;
+    this.directions = new Array<Direction | undefined>(2 * this.links * dpSize).fill(undefined);
+    this.tolerance = new Float64Array(this.links * dpSize).fill(Infinity);
+    this.activeDirections = new Uint8Array(this.links * dpSize);
+  }
+
+  /** Straggling links (either direction). */
+  get activeCount(): number {
+    return this.activeLinks;
+  }
+
+  /** Directions with state. */
+  get directionCount(): number {
+    return this.tracked;
+  }
+
+  setTolerance(dp: number, link: number, toleranceMs: number): void {
+    if (!Number.isInteger(dp) || !Number.isInteger(link) || dp < 0 || dp >= this.dpSize || link < 0 || link >= this.links) return;
+    if (toleranceMs !== toleranceMs) return;
+    this.tolerance[dp * this.links + link] = toleranceMs > 0 ? toleranceMs : 0;
+  }
+
+  /** One sample of one direction; true when a straggler state flipped or a NIC failure began or ended. */
+  observe(dp: number, link: number, direction: number, sample: LinkObservation): boolean {
+    const li = dp * this.links + link;
+    const slot = 2 * li + direction;
+    let d = this.directions[slot];
+    if (d === undefined) {
+      d = new Direction(this.config, this.nominalMs(sample.bytes));
+      this.directions[slot] = d;
+      this.tracked++;
+    }
+    d.observations++;
+    d.lastError = sample.error;
+    let changed = false;
+    let flipped: boolean;
+    if (sample.error === 'nic-failure') {
+      // The timing of a failed transfer says nothing about the link's speed: keep it out of the estimator.
+      if (!d.nicFailure) changed = true;
+      d.nicFailure = true;
+      flipped = d.hysteresis.force(true);
+    } else {
+      if (sample.medianMs >= 0 && sample.medianMs < Infinity) d.estimator.add(sample.medianMs);
+      flipped = d.hysteresis.update(sample.error === 'timeout' || this.isBad(d.estimator.lastExtraMs(), li));
+      if (d.nicFailure && !d.hysteresis.active) {
+        d.nicFailure = false;
+        changed = true;
+      }
+    }
+    if (flipped) {
+      changed = true;
+      if (d.hysteresis.active) {
+        if (this.activeDirections[li]++ === 0) this.activeLinks++;
+      } else if (--this.activeDirections[li] === 0) this.activeLinks--;
+    }
+    return changed;
+  }
+
+  /** Every link with a sample, in (dp, link) order; `rankAt(dp, pp)` names the ranks. */
+  states(rankAt: (dp: number, pp: number) => number): PipelineLinkState[] {
+    const out: PipelineLinkState[] = [];
+    const recent = this.config.enterAfter;
+    for (let li = 0; li < this.tolerance.length; li++) {
+      const f = this.directions[2 * li];
+      const b = this.directions[2 * li + 1];
+      if (f === undefined && b === undefined) continue;
+      const dp = Math.floor(li / this.links);
+      const link = li - dp * this.links;
+      // The median of the newest K samples: the same K that make a straggler, so its size is right the moment it is detected.
+      const forwardExtraMs = f ? f.estimator.recentExtraMs(recent) : 0;
+      const backwardExtraMs = b ? b.estimator.recentExtraMs(recent) : 0;
+      const extraMs = Math.max(forwardExtraMs, backwardExtraMs);
+      const straggler = this.activeDirections[li] > 0;
+      const nic = (f?.nicFailure ?? false) || (b?.nicFailure ?? false);
+      const error: LinkError = nic ? 'nic-failure' : f?.lastError === 'timeout' || b?.lastError === 'timeout' ? 'timeout' : null;
+      let reason: PipelineStragglerReason | null = null;
+      if (straggler) reason = nic ? 'nic-failure' : extraMs > this.config.delegationThresholdMs ? 'delegation' : 'eq1';
+      out.push({
+        dp,
+        link,
+        upRank: rankAt(dp, link),
+        downRank: rankAt(dp, link + 1),
+        forwardExtraMs,
+        backwardExtraMs,
+        extraMs,
+        baselineMs: worse(f ? f.estimator.baselineMs() : Number.NaN, b ? b.estimator.baselineMs() : Number.NaN),
+        medianMs: worse(f ? f.estimator.medianMs() : Number.NaN, b ? b.estimator.medianMs() : Number.NaN),
+        ewmaMs: worse(f ? f.estimator.ewmaMs() : Number.NaN, b ? b.estimator.ewmaMs() : Number.NaN),
+        samples: Math.max(f?.observations ?? 0, b?.observations ?? 0),
+        straggler,
+        reason,
+        error,
+      });
+    }
+    return out;
+  }
+
+  private isBad(extra: number, li: number): boolean {
+    const c = this.config;
+    return extra > c.minExtraMs && (extra > c.delegationThresholdMs || extra > this.tolerance[li]);
+  }
+
+  private nominalMs(bytes: number): number | undefined {
+    const n = this.nominal;
+    if (n === null || !(bytes >= 0) || !(n.gbps > 0)) return undefined;
+    const ms = n.latencyMs + bytes / (n.gbps * 1e6);
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+}

@@ -1,0 +1,165 @@
+import { DetectorConfig } from './detector-config.type';
+import { RankComputeState } from './detection.type';
+import { Hysteresis } from './hysteresis';
+import { SlidingWindow } from './sliding-window';
+
+class RankCompute {
+  readonly total: SlidingWindow;
+  readonly f: SlidingWindow;
+  readonly b: SlidingWindow;
+  readonly w: SlidingWindow;
+  readonly hysteresis: Hysteresis;
+  samples = 0;
+  /** Lowest window median of f+b+w after warm-up (NaN before). */
+  learned = Number.NaN;
+
+  constructor(config: DetectorConfig) {
+    this.total = new SlidingWindow(config.windowSize);
+    this.f = new SlidingWindow(config.windowSize);
+    this.b = new SlidingWindow(config.windowSize);
+    this.w = new SlidingWindow(config.windowSize);
+    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter);
+  }
+}
+
+/**
+ * Per-rank compute times. A rank is compared with the same stage in the other replicas (same
+ * work, so a healthy rank matches them); with one replica, with its own healthy level. The
+ * per-stage reference is a sorted cache of the ranks' medians, refreshed once per round of the
+ * stage's samples, from which "everyone but me" is read in O(log dp).
+ */
+export class RankComputeTracker {
+  private readonly ranks: (RankCompute | undefined)[];
+  private readonly members: Int32Array[];
+  private readonly sorted: Float64Array[];
+  private readonly sortedCount: Int32Array;
+  /** The value each rank contributed to its stage's cache (NaN: none). */
+  private readonly cached: Float64Array;
+  private readonly sinceRefresh: Int32Array;
+  private active = 0;
+
+  constructor(
+    private readonly config: DetectorConfig,
+    private readonly stages: number,
+    private readonly dpSize: number,
+    private readonly ppOf: ArrayLike<number>,
+  ) {
+    const n = ppOf.length;
+    this.ranks = new Array<RankCompute | undefined>(n).fill(undefined);
+    const perStage = Array.from({ length: stages }, () => [] as number[]);
+    for (let i = 0; i < n; i++) perStage[ppOf[i]].push(i);
+    this.members = perStage.map((m) => Int32Array.from(m));
+    this.sorted = perStage.map((m) => new Float64Array(m.length));
+    this.sortedCount = new Int32Array(stages);
+    this.cached = new Float64Array(n).fill(Number.NaN);
+    this.sinceRefresh = new Int32Array(stages);
+  }
+
+  get activeCount(): number {
+    return this.active;
+  }
+
+  /** One iteration's F, B, W medians of rank index `i` (finite, >= 0); true when its straggler state flipped. */
+  observe(i: number, f: number, b: number, w: number): boolean {
+    let r = this.ranks[i];
+    if (r === undefined) {
+      r = new RankCompute(this.config);
+      this.ranks[i] = r;
+    }
+    r.total.add(f + b + w);
+    r.f.add(f);
+    r.b.add(b);
+    r.w.add(w);
+    r.samples++;
+    const median = r.total.median();
+    if (r.samples >= this.config.baselineWarmup && !(median >= r.learned)) r.learned = median;
+    const pp = this.ppOf[i];
+    if (this.dpSize >= 2 && ++this.sinceRefresh[pp] >= this.members[pp].length) this.refreshStage(pp);
+    const reference = this.reference(i, r);
+    const flipped = r.hysteresis.update(median > this.config.computeSlowRatio * reference);
+    if (flipped) this.active += r.hysteresis.active ? 1 : -1;
+    return flipped;
+  }
+
+  /** Every rank with a sample, in the order of `byPosition` (rank indices by (dp, pp)). Refreshes the stage caches. */
+  states(byPosition: ArrayLike<number>, rankOf: ArrayLike<number>, dpOf: ArrayLike<number>): RankComputeState[] {
+    if (this.dpSize >= 2) for (let pp = 0; pp < this.stages; pp++) this.refreshStage(pp);
+    const out: RankComputeState[] = [];
+    for (let k = 0; k < byPosition.length; k++) {
+      const i = byPosition[k];
+      const r = this.ranks[i];
+      if (r === undefined) continue;
+      const referenceMs = this.reference(i, r);
+      out.push({
+        rank: rankOf[i],
+        dp: dpOf[i],
+        pp: this.ppOf[i],
+        fMs: r.f.median(),
+        bMs: r.b.median(),
+        wMs: r.w.median(),
+        referenceMs,
+        ratio: referenceMs > 0 ? r.total.median() / referenceMs : Number.NaN,
+        straggler: r.hysteresis.active,
+      });
+    }
+    return out;
+  }
+
+  /** Per stage, the slowest replica's median F, B, W: the pipeline runs at the pace of its slowest replica. */
+  stageTimes(): { fMs: number[]; bMs: number[]; wMs: number[] } {
+    const fMs = new Array<number>(this.stages).fill(Number.NaN);
+    const bMs = new Array<number>(this.stages).fill(Number.NaN);
+    const wMs = new Array<number>(this.stages).fill(Number.NaN);
+    for (let i = 0; i < this.ranks.length; i++) {
+      const r = this.ranks[i];
+      if (r === undefined) continue;
+      const pp = this.ppOf[i];
+      if (!(r.f.median() <= fMs[pp])) fMs[pp] = r.f.median();
+      if (!(r.b.median() <= bMs[pp])) bMs[pp] = r.b.median();
+      if (!(r.w.median() <= wMs[pp])) wMs[pp] = r.w.median();
+    }
+    return { fMs, bMs, wMs };
+  }
+
+  private reference(i: number, r: RankCompute): number {
+    if (this.dpSize < 2) return r.learned;
+    const pp = this.ppOf[i];
+    const s = this.sorted[pp];
+    const n = this.sortedCount[pp];
+    const own = this.cached[i];
+    // Position of this rank's own value, skipped so a rank is never its own reference.
+    let skip = n;
+    if (own === own) {
+      let lo = 0;
+      let hi = n - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (s[mid] < own) lo = mid + 1;
+        else hi = mid;
+      }
+      skip = lo;
+    }
+    const m = skip < n ? n - 1 : n;
+    if (m === 0) return Number.NaN;
+    const mid = m >> 1;
+    const upper = s[mid < skip ? mid : mid + 1];
+    if (m & 1) return upper;
+    return (s[mid - 1 < skip ? mid - 1 : mid] + upper) / 2;
+  }
+
+  private refreshStage(pp: number): void {
+    this.sinceRefresh[pp] = 0;
+    const members = this.members[pp];
+    const s = this.sorted[pp];
+    let n = 0;
+    for (let k = 0; k < members.length; k++) {
+      const i = members[k];
+      const r = this.ranks[i];
+      const m = r === undefined ? Number.NaN : r.total.median();
+      this.cached[i] = m;
+      if (m === m) s[n++] = m;
+    }
+    this.sortedCount[pp] = n;
+    s.subarray(0, n).sort();
+  }
+}

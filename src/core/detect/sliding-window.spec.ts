@@ -1,0 +1,63 @@
+import fc from 'fast-check';
+import { SlidingWindow } from './sliding-window';
+
+function referenceMedian(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const s = values.slice().sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+const sample = fc.oneof(fc.double({ min: -1e6, max: 1e6, noNaN: true }), fc.integer({ min: -3, max: 3 })).map((x) => x + 0); // integers make ties; + 0 folds -0 into 0 for toBe
+
+describe('SlidingWindow', () => {
+  it('matches the median of the last `capacity` samples, sorted from scratch, after every add', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.array(sample, { maxLength: 120 }), (capacity, xs) => {
+        const window = new SlidingWindow(capacity);
+        expect(window.median()).toBeNaN();
+        xs.forEach((x, n) => {
+          window.add(x);
+          const kept = xs.slice(Math.max(0, n + 1 - capacity), n + 1);
+          expect(window.size).toBe(kept.length);
+          expect(window.median()).toBe(referenceMedian(kept));
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives the median of the newest k samples', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 12 }), fc.array(sample, { maxLength: 60 }), fc.integer({ min: 0, max: 15 }), (capacity, xs, k) => {
+        const window = new SlidingWindow(capacity);
+        xs.forEach((x) => window.add(x));
+        const kept = xs.slice(Math.max(0, xs.length - capacity));
+        expect(window.recentMedian(k)).toBe(referenceMedian(kept.slice(Math.max(0, kept.length - k))));
+        expect(window.median()).toBe(referenceMedian(kept)); // reading the recent median leaves the window alone
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('evicts oldest first: a burst older than the window no longer counts', () => {
+    const window = new SlidingWindow(3);
+    for (const x of [100, 100, 100, 1, 2, 3]) window.add(x);
+    expect(window.median()).toBe(2);
+    expect(window.size).toBe(3);
+  });
+
+  it('drops NaN instead of corrupting the order', () => {
+    const window = new SlidingWindow(4);
+    window.add(3);
+    window.add(Number.NaN);
+    window.add(1);
+    expect(window.size).toBe(2);
+    expect(window.median()).toBe(2);
+  });
+
+  it('rejects a capacity that is not a positive integer', () => {
+    expect(() => new SlidingWindow(0)).toThrow(RangeError);
+    expect(() => new SlidingWindow(2.5)).toThrow(RangeError);
+  });
+});
