@@ -1,0 +1,115 @@
+import { warmupOf } from '../pipeline/schedule';
+import { DEFAULT_CONTROL_CONFIG } from './control-config.type';
+import { JobControlInput, PipelineLinkView } from './control-input.type';
+import { decideControl, initialPipelines } from './job-controller';
+
+/** S=4, N=16, every op 10 ms, 2 replicas; device fits 6 activations, host 16. */
+function input(overrides: Partial<JobControlInput> = {}): JobControlInput {
+  return {
+    stages: 4,
+    microbatches: 16,
+    dpSize: 2,
+    fMs: [10, 10, 10, 10],
+    bMs: [10, 10, 10, 10],
+    wMs: [10, 10, 10, 10],
+    deviceCaps: [6, 6, 6, 6],
+    hostCaps: [16, 16, 16, 16],
+    links: [],
+    current: null,
+    ...overrides,
+  };
+}
+
+function link(dp: number, l: number, extraMs: number, straggler = extraMs > 0, nicFailure = false): PipelineLinkView {
+  return { dp, link: l, upRank: dp * 4 + l, downRank: dp * 4 + l + 1, baselineMs: 1, extraMs, straggler, nicFailure };
+}
+
+function running(base: JobControlInput) {
+  const pipelines = initialPipelines(base);
+  return { pipelines, delegation: [] };
+}
+
+describe('decideControl', () => {
+  it('starts a job on the initial plan (Alg. 1 within device memory), without delegation', () => {
+    const { decision, predictedCurrentMs } = decideControl(input(), DEFAULT_CONTROL_CONFIG);
+    expect(decision!.kind).toBe('initial');
+    expect(predictedCurrentMs).toBeNull();
+    expect(decision!.pipelines).toHaveLength(1);
+    expect(decision!.pipelines[0].dpReplicas).toEqual([0, 1]);
+    expect(decision!.pipelines[0].warmup).toEqual([6, 4, 2, 1]);
+    expect(warmupOf(decision!.pipelines[0].schedule)).toEqual([6, 4, 2, 1]);
+    expect(decision!.delegation).toEqual([]);
+  });
+
+  it('does nothing while the job is healthy and on its initial plan', () => {
+    const base = input({ links: [link(0, 0, 0), link(1, 2, 0.4, false)] });
+    const outcome = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG);
+    expect(outcome.decision).toBeNull();
+    expect(outcome.predictedCurrentMs).toBe(outcome.predictedStaticMs);
+  });
+
+  it('re-plans only the straggling replica, with more slackness at the slow link and delegation at both ends', () => {
+    const base = input({ links: [link(1, 2, 40)] });
+    const { decision } = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG);
+    expect(decision!.kind).toBe('straggler');
+    expect(decision!.reschedule).toBe(true);
+    const slow = decision!.pipelines.find((p) => p.dpReplicas.includes(1))!;
+    const healthy = decision!.pipelines.find((p) => p.dpReplicas.includes(0))!;
+    expect(slow.dpReplicas).toEqual([1]);
+    expect(healthy.warmup).toEqual([6, 4, 2, 1]);
+    expect(slow.warmup[2] - slow.warmup[3]).toBeGreaterThan(2);
+    expect(decision!.delegation.map((d) => d.rank)).toEqual([6, 7]);
+    // 41 ms sends against 10 ms ops: 5 delegate queues keep up with production.
+    expect(decision!.delegation[0]).toEqual({ rank: 6, sendQueues: 5, recvQueues: 5 });
+    expect(decision!.predictedNewMs).toBeLessThan(decision!.predictedPreviousMs!);
+    expect(decision!.links).toEqual([expect.objectContaining({ dp: 1, link: 2, extraMs: 40 })]);
+  });
+
+  it('keeps the schedule but turns delegation on when re-planning gains too little', () => {
+    // 3 ms is absorbed by the initial slackness (Eq. 1 tolerance 10 ms): no re-plan pays off.
+    const base = input({ links: [link(0, 0, 3)] });
+    const current = running(base);
+    const { decision } = decideControl({ ...base, current }, DEFAULT_CONTROL_CONFIG);
+    expect(decision!.reschedule).toBe(false);
+    expect(decision!.pipelines).toBe(current.pipelines);
+    expect(decision!.delegation.map((d) => d.rank)).toEqual([0, 1]);
+    // Once delegation is on, nothing more to do.
+    expect(decideControl({ ...base, current: { ...current, delegation: decision!.delegation } }, DEFAULT_CONTROL_CONFIG).decision).toBeNull();
+  });
+
+  it('respects the minimum gain', () => {
+    const base = input({ links: [link(0, 2, 40)] });
+    const { decision } = decideControl({ ...base, current: running(base) }, { ...DEFAULT_CONTROL_CONFIG, minGain: 0.99 });
+    expect(decision!.reschedule).toBe(false);
+  });
+
+  it('returns to the initial plan with delegation off once every link is healthy', () => {
+    const slow = input({ links: [link(0, 2, 40)] });
+    const adapted = decideControl({ ...slow, current: running(slow) }, DEFAULT_CONTROL_CONFIG).decision!;
+    const healed = input({ links: [link(0, 2, 0)] });
+    const { decision } = decideControl({ ...healed, current: { pipelines: adapted.pipelines, delegation: adapted.delegation } }, DEFAULT_CONTROL_CONFIG);
+    expect(decision!.kind).toBe('recovery');
+    expect(decision!.delegation).toEqual([]);
+    expect(decision!.pipelines[0].warmup).toEqual([6, 4, 2, 1]);
+  });
+
+  it('names a NIC failure as such', () => {
+    const base = input({ links: [link(0, 1, 0, true, true)] });
+    const { decision } = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG);
+    expect(decision!.kind).toBe('nic-failure');
+    expect(decision!.delegation.map((d) => d.rank)).toEqual([1, 2]);
+  });
+
+  it('caps delegate queues', () => {
+    const base = input({ links: [link(0, 0, 500)] });
+    const { decision } = decideControl({ ...base, current: running(base) }, { ...DEFAULT_CONTROL_CONFIG, maxDelegateQueues: 4 });
+    expect(decision!.delegation.every((d) => d.sendQueues === 4 && d.recvQueues === 4)).toBe(true);
+  });
+
+  it('plans with the search planner when configured, never worse than Alg. 2', () => {
+    const base = input({ dpSize: 1, links: [link(0, 0, 25), link(0, 2, 60)] });
+    const adaptive = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG).decision!;
+    const search = decideControl({ ...base, current: running(base) }, { ...DEFAULT_CONTROL_CONFIG, planner: 'search', searchBudgetMs: 20 }).decision!;
+    expect(search.predictedNewMs).toBeLessThanOrEqual(adaptive.predictedNewMs + 1e-9);
+  });
+});

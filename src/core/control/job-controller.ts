@@ -1,0 +1,187 @@
+import { generateSchedule } from '../engine/generator';
+import { simulateSchedule } from '../engine/simulator';
+import { PipelineModel } from '../pipeline/pipeline-model.type';
+import { Schedule } from '../pipeline/schedule.type';
+import { initialWarmup } from '../planner/initial-planner';
+import { planPipeline } from '../planner/plan';
+import { ControlConfig } from './control-config.type';
+import { ControlDecision, ControlOutcome, DecisionKind } from './control-decision.type';
+import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from './control-input.type';
+
+function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel {
+  const { stages: S } = input;
+  const durations = new Float64Array(S * 3);
+  for (let i = 0; i < S; i++) {
+    durations[i * 3] = input.fMs[i];
+    durations[i * 3 + 1] = input.bMs[i];
+    durations[i * 3 + 2] = input.wMs[i];
+  }
+  return {
+    stages: S,
+    microbatches: input.microbatches,
+    durations,
+    linkMs: Float64Array.from(linkMs),
+    transferMs: new Float64Array(Math.max(0, S - 1)),
+    memDelta: null,
+    memLimit: null,
+  };
+}
+
+/** Per replica: one-way time of each pipeline link now (baseline + extra) and with the extra removed. */
+function replicaDelays(input: JobControlInput): { now: number[][]; healthy: number[][] } {
+  const links = input.stages - 1;
+  const now = Array.from({ length: input.dpSize }, () => new Array<number>(links).fill(0));
+  const healthy = Array.from({ length: input.dpSize }, () => new Array<number>(links).fill(0));
+  for (const view of input.links) {
+    if (view.dp >= input.dpSize || view.link >= links) continue;
+    const base = Number.isFinite(view.baselineMs) ? view.baselineMs : 0;
+    now[view.dp][view.link] = base + (Number.isFinite(view.extraMs) ? view.extraMs : 0);
+    healthy[view.dp][view.link] = base;
+  }
+  return { now, healthy };
+}
+
+function delegateQueues(sendMs: number, opMs: number, max: number): number {
+  // The delegates must drain one message per op the stage produces (paper sec. 5.2).
+  if (!(opMs > 0)) return max;
+  return Math.max(1, Math.min(max, Math.ceil(sendMs / opMs - 1e-9)));
+}
+
+function delegationFor(input: JobControlInput, stragglers: PipelineLinkView[], maxQueues: number): DelegationPlan[] {
+  const byRank = new Map<number, DelegationPlan>();
+  const raise = (rank: number, send: number, recv: number) => {
+    const plan = byRank.get(rank) ?? { rank, sendQueues: 1, recvQueues: 1 };
+    plan.sendQueues = Math.max(plan.sendQueues, send);
+    plan.recvQueues = Math.max(plan.recvQueues, recv);
+    byRank.set(rank, plan);
+  };
+  for (const view of stragglers) {
+    const sendMs = (Number.isFinite(view.baselineMs) ? view.baselineMs : 0) + view.extraMs;
+    const forward = delegateQueues(sendMs, input.fMs[view.link], maxQueues); // activations, produced once per F upstream
+    const backward = delegateQueues(sendMs, input.bMs[view.link + 1], maxQueues); // gradients, once per B downstream
+    raise(view.upRank, forward, backward);
+    raise(view.downRank, backward, forward);
+  }
+  return [...byRank.values()].sort((a, b) => a.rank - b.rank);
+}
+
+function sameDelegation(a: DelegationPlan[], b: DelegationPlan[]): boolean {
+  return a.length === b.length && a.every((x, i) => x.rank === b[i].rank && x.sendQueues === b[i].sendQueues && x.recvQueues === b[i].recvQueues);
+}
+
+function warmupOfReplica(pipelines: PipelineGroupPlan[], dp: number): number[] | undefined {
+  return pipelines.find((p) => p.dpReplicas.includes(dp))?.warmup;
+}
+
+/** Same warm-up counts for every replica: op lists derived from equal counts differ only by delay-driven reordering, not worth a switch. */
+function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: number): boolean {
+  for (let dp = 0; dp < dpSize; dp++) {
+    const x = warmupOfReplica(a, dp);
+    const y = warmupOfReplica(b, dp);
+    if (!x || !y || x.length !== y.length || x.some((v, i) => v !== y[i])) return false;
+  }
+  return true;
+}
+
+/** Iteration time of a job running `pipelines` under per-replica delays: the slowest replica (they meet in the DP all-reduce). */
+function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][]): number {
+  const cache = new Map<string, number>();
+  let worst = 0;
+  for (const group of pipelines) {
+    for (const dp of group.dpReplicas) {
+      if (dp >= input.dpSize) continue;
+      const key = pipelines.indexOf(group) + '|' + delays[dp].join(',');
+      let ms = cache.get(key);
+      if (ms === undefined) {
+        ms = simulateSchedule(modelOf(input, delays[dp]), group.schedule).iterationMs;
+        cache.set(key, ms);
+      }
+      worst = Math.max(worst, ms);
+    }
+  }
+  return worst;
+}
+
+function maxDelays(delays: number[][], replicas: number[]): number[] {
+  return delays[replicas[0]].map((_, i) => Math.max(...replicas.map((dp) => delays[dp][i])));
+}
+
+/** The initial plan (paper Alg. 1 within device memory) for all replicas, generated for the healthy delays. */
+export function initialPipelines(input: JobControlInput): PipelineGroupPlan[] {
+  const { healthy } = replicaDelays(input);
+  const all = Array.from({ length: input.dpSize }, (_, dp) => dp);
+  const warmup = initialWarmup(input.stages, input.microbatches, input.deviceCaps);
+  const schedule: Schedule = generateSchedule(modelOf(input, maxDelays(healthy, all)), { warmup }).order;
+  return [{ dpReplicas: all, warmup, schedule }];
+}
+
+/**
+ * The control decision for one job (pure): what should run now, and whether that is worth
+ * publishing. With stragglers: CPU delegation on both ends of each straggling pipeline link,
+ * queues sized to keep up with production, and replicas grouped by their straggling links
+ * re-planned (Alg. 2 or search, memory relaxed to the host) when the simulator predicts a
+ * gain of at least `minGain`. Without stragglers: back to the initial plan, delegation off.
+ * `decision` is null when what runs now is already right; the predictions are always given.
+ */
+export function decideControl(input: JobControlInput, config: ControlConfig): ControlOutcome {
+  const { now } = replicaDelays(input);
+  const initial = initialPipelines(input);
+  const predictedStaticMs = predictMs(input, initial, now);
+  const stragglers = input.links.filter((l) => l.straggler && l.dp < input.dpSize && l.link < input.stages - 1);
+  const reasonLinks = stragglers.map(({ dp, link, upRank, downRank, extraMs, nicFailure }) => ({ dp, link, upRank, downRank, extraMs, nicFailure }));
+
+  if (!input.current) {
+    const decision: ControlDecision = {
+      kind: 'initial', pipelines: initial, delegation: [], links: [], predictedPreviousMs: null,
+      predictedNewMs: predictedStaticMs, predictedStaticMs, reschedule: true, detail: 'initial plan (Alg. 1, device memory)',
+    };
+    return { decision, predictedCurrentMs: null, predictedStaticMs };
+  }
+  const current = input.current;
+  const predictedPreviousMs = predictMs(input, current.pipelines, now);
+  const outcome = (decision: ControlDecision | null): ControlOutcome => ({ decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs });
+
+  if (stragglers.length === 0) {
+    if (current.delegation.length === 0 && sameWarmups(current.pipelines, initial, input.dpSize)) return outcome(null);
+    return outcome({
+      kind: 'recovery', pipelines: initial, delegation: [], links: [], predictedPreviousMs,
+      predictedNewMs: predictedStaticMs, predictedStaticMs, reschedule: !sameWarmups(current.pipelines, initial, input.dpSize),
+      detail: 'all links healthy: initial plan, delegation off',
+    });
+  }
+
+  // Replicas with the same straggling links share one plan, made for the worst delays among them.
+  const groups = new Map<string, number[]>();
+  for (let dp = 0; dp < input.dpSize; dp++) {
+    const key = stragglers.filter((l) => l.dp === dp).map((l) => l.link).sort((a, b) => a - b).join(',');
+    groups.set(key, [...(groups.get(key) ?? []), dp]);
+  }
+  const planned: PipelineGroupPlan[] = [];
+  for (const [key, replicas] of groups) {
+    if (key === '') {
+      planned.push({ ...initial[0], dpReplicas: replicas });
+      continue;
+    }
+    const model = modelOf(input, maxDelays(now, replicas));
+    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
+    planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
+  }
+  const predictedPlannedMs = predictMs(input, planned, now);
+  const worthIt = predictedPlannedMs < predictedPreviousMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
+  const delegation = delegationFor(input, stragglers, config.maxDelegateQueues);
+  if (!worthIt && sameDelegation(delegation, current.delegation)) return outcome(null);
+
+  const kind: DecisionKind = stragglers.some((l) => l.nicFailure) ? 'nic-failure' : 'straggler';
+  const describe = reasonLinks.map((l) => `dp ${l.dp} link ${l.link} +${l.extraMs.toFixed(1)} ms${l.nicFailure ? ' (NIC failure)' : ''}`).join(', ');
+  return outcome({
+    kind,
+    pipelines: worthIt ? planned : current.pipelines,
+    delegation,
+    links: reasonLinks,
+    predictedPreviousMs,
+    predictedNewMs: worthIt ? predictedPlannedMs : predictedPreviousMs,
+    predictedStaticMs,
+    reschedule: worthIt,
+    detail: `${describe}: ${worthIt ? `re-planned (${config.planner})` : 'schedule kept'}, delegation on ${delegation.length} ranks`,
+  });
+}
