@@ -1,0 +1,49 @@
+/**
+ * Redis key layout of protocol v1. Every key of a job carries the Redis Cluster hash tag
+ * `{<jobId>}`, so one job lives in one slot and multi-key scripts work on a cluster.
+ */
+export const REGISTRATIONS_STREAM = 'pipemorph:registrations';
+/** Registrations that failed validation (they name no valid job to file them under). */
+export const REJECTED_REGISTRATIONS_STREAM = 'pipemorph:rejected';
+/** Set of known job ids. */
+export const JOBS_INDEX = 'pipemorph:jobs';
+/** Stream entries carry one field holding the JSON message. */
+export const MESSAGE_FIELD = 'm';
+
+export const JOB_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+export interface JobKeys {
+  /** Accepted registration (JSON string). */
+  spec: string;
+  /** Stream rank -> daemon: reports and acks. */
+  reports: string;
+  /** Stream of messages the daemon rejected, with the reason. */
+  rejected: string;
+  /** Committed schedule in force (JSON string). */
+  schedule: string;
+  /** Prepared, not yet committed schedule (JSON string), absent when none. */
+  pending: string;
+  /** Stream daemon -> ranks: prepare, commit, abort. */
+  control: string;
+  /** Counter of schedule versions (INCR). */
+  version: string;
+  /** Counter of fencing epochs (INCR when a daemon replica takes the job). */
+  epoch: string;
+  /** Ownership lease of the daemon replica driving the job. */
+  owner: string;
+}
+
+export function jobKeys(jobId: string): JobKeys {
+  const p = `pipemorph:{${jobId}}:`;
+  return {
+    spec: p + 'spec',
+    reports: p + 'reports',
+    rejected: p + 'rejected',
+    schedule: p + 'schedule',
+    pending: p + 'pending',
+    control: p + 'control',
+    version: p + 'version',
+    epoch: p + 'epoch',
+    owner: p + 'owner',
+  };
+}
