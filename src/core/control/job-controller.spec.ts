@@ -77,6 +77,19 @@ describe('decideControl', () => {
     expect(decideControl({ ...base, current: { ...current, delegation: decision!.delegation } }, DEFAULT_CONTROL_CONFIG).decision).toBeNull();
   });
 
+  it('does not publish again while a healing straggler needs fewer delegate queues', () => {
+    const slow = input({ links: [link(0, 2, 40)] });
+    const adapted = decideControl({ ...slow, current: running(slow) }, DEFAULT_CONTROL_CONFIG).decision!;
+    const current = { pipelines: adapted.pipelines, delegation: adapted.delegation };
+    // Still a straggler (hysteresis), but the delay already fell: the delegates in force suffice.
+    const healing = input({ links: [link(0, 2, 6)] });
+    expect(decideControl({ ...healing, current }, DEFAULT_CONTROL_CONFIG).decision).toBeNull();
+    // A worse delay needs more queues: that is published.
+    const worse = input({ links: [link(0, 2, 90)] });
+    const grown = decideControl({ ...worse, current }, DEFAULT_CONTROL_CONFIG).decision!;
+    expect(grown.delegation.find((d) => d.rank === 2)!.sendQueues).toBeGreaterThan(adapted.delegation.find((d) => d.rank === 2)!.sendQueues);
+  });
+
   it('respects the minimum gain', () => {
     const base = input({ links: [link(0, 2, 40)] });
     const { decision } = decideControl({ ...base, current: running(base) }, { ...DEFAULT_CONTROL_CONFIG, minGain: 0.99 });

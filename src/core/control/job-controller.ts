@@ -65,8 +65,17 @@ function delegationFor(input: JobControlInput, stragglers: PipelineLinkView[], m
   return [...byRank.values()].sort((a, b) => a.rank - b.rank);
 }
 
-function sameDelegation(a: DelegationPlan[], b: DelegationPlan[]): boolean {
-  return a.length === b.length && a.every((x, i) => x.rank === b[i].rank && x.sendQueues === b[i].sendQueues && x.recvQueues === b[i].recvQueues);
+/**
+ * Whether the delegation in force already serves what is needed: every rank that needs delegates
+ * has them, with at least as many queues. Queue counts only grow while stragglers last, so a
+ * healing link (its delay falling before its hysteresis lets go) does not cause a new version.
+ */
+function delegationCovers(current: DelegationPlan[], needed: DelegationPlan[]): boolean {
+  const byRank = new Map(current.map((d) => [d.rank, d]));
+  return needed.every((d) => {
+    const have = byRank.get(d.rank);
+    return have !== undefined && have.sendQueues >= d.sendQueues && have.recvQueues >= d.recvQueues;
+  });
 }
 
 function warmupOfReplica(pipelines: PipelineGroupPlan[], dp: number): number[] | undefined {
@@ -168,8 +177,13 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
   }
   const predictedPlannedMs = predictMs(input, planned, now);
   const worthIt = predictedPlannedMs < predictedPreviousMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
-  const delegation = delegationFor(input, stragglers, config.maxDelegateQueues);
-  if (!worthIt && sameDelegation(delegation, current.delegation)) return outcome(null);
+  const needed = delegationFor(input, stragglers, config.maxDelegateQueues);
+  if (!worthIt && delegationCovers(current.delegation, needed)) return outcome(null);
+  // Keep delegates that are still running where they are still needed, with the larger queue count.
+  const delegation = needed.map((d) => {
+    const have = current.delegation.find((c) => c.rank === d.rank);
+    return have ? { rank: d.rank, sendQueues: Math.max(d.sendQueues, have.sendQueues), recvQueues: Math.max(d.recvQueues, have.recvQueues) } : d;
+  });
 
   const kind: DecisionKind = stragglers.some((l) => l.nicFailure) ? 'nic-failure' : 'straggler';
   const describe = reasonLinks.map((l) => `dp ${l.dp} link ${l.link} +${l.extraMs.toFixed(1)} ms${l.nicFailure ? ' (NIC failure)' : ''}`).join(', ');

@@ -1,0 +1,73 @@
+import { BadRequestException, Controller, Get, Inject, NotFoundException, Param } from '@nestjs/common';
+import { PublishedSchedule } from '../../protocol/protocol-v1.type';
+import { JOB_ID_PATTERN } from '../../protocol/redis-keys';
+import { JobRegistry } from '../jobs/job-registry.service';
+import { JobRuntime } from '../jobs/job-runtime';
+import { JOB_STORE, JobStore } from '../store/job-store.repository';
+
+function checkId(id: string): string {
+  if (!JOB_ID_PATTERN.test(id)) throw new BadRequestException(`job id must match ${JOB_ID_PATTERN.source}`);
+  return id;
+}
+
+function summary(job: JobRuntime) {
+  return {
+    jobId: job.jobId,
+    stages: job.spec.stages,
+    microbatches: job.spec.microbatches,
+    dp: job.spec.dp,
+    tp: job.spec.tp,
+    epoch: job.epoch,
+    iteration: job.maxIteration,
+    iterationMs: Number.isFinite(job.iterationMs) ? job.iterationMs : null,
+    scheduleVersion: job.committed?.version ?? null,
+    handshake: job.handshake ? { version: job.handshake.schedule.version, effectiveIteration: job.handshake.schedule.effectiveIteration, acked: job.handshake.acked.size, of: job.reporting.length } : null,
+    stragglers: job.detector.activeStragglerCount(),
+    delegatedRanks: job.committed?.delegation.length ?? 0,
+    staleRanks: [...job.staleRanks],
+  };
+}
+
+/** Read-only view of the jobs this replica owns; per-rank detail lives here, not in metric labels. */
+@Controller('jobs')
+export class JobsController {
+  constructor(private readonly registry: JobRegistry, @Inject(JOB_STORE) private readonly store: JobStore) {}
+
+  @Get()
+  list() {
+    return { replica: this.registry.replicaId, jobs: this.registry.all().map(summary) };
+  }
+
+  @Get(':id')
+  detail(@Param('id') id: string) {
+    const job = this.owned(checkId(id));
+    const snapshot = job.detector.snapshot();
+    return {
+      ...summary(job),
+      counters: job.counters,
+      links: { pipeline: snapshot.pipelineLinks, dataParallel: snapshot.dataParallelLinks },
+      stragglers: {
+        pipeline: snapshot.pipelineLinks.filter((l) => l.straggler),
+        dataParallel: snapshot.dataParallelLinks.filter((l) => l.straggler),
+        compute: snapshot.compute.filter((c) => c.straggler),
+      },
+      stageTimes: snapshot.stageTimes,
+      schedule: job.committed
+        ? { version: job.committed.version, effectiveIteration: job.committed.effectiveIteration, warmups: job.committed.pipelines.map((p) => ({ dpReplicas: p.dpReplicas, warmup: p.warmup })), delegation: job.committed.delegation, reason: job.committed.reason, prediction: job.committed.prediction }
+        : null,
+    };
+  }
+
+  @Get(':id/schedule')
+  async schedule(@Param('id') id: string): Promise<PublishedSchedule> {
+    const { committed } = await this.store.readSchedules(checkId(id));
+    if (!committed) throw new NotFoundException(`job ${id} has no committed schedule`);
+    return committed;
+  }
+
+  private owned(id: string): JobRuntime {
+    const job = this.registry.get(id);
+    if (!job) throw new NotFoundException(`job ${id} is not owned by this replica (${this.registry.replicaId})`);
+    return job;
+  }
+}

@@ -1,0 +1,27 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { HealthController } from './api/health.controller';
+import { JobsController } from './api/jobs.controller';
+import { MetricsController } from './api/metrics.controller';
+import { ConfigModule } from './config/config.module';
+import { PipemorphConfig } from './config/pipemorph-config.type';
+import { ControlService } from './control/control.service';
+import { IngestService } from './ingest/ingest.service';
+import { JobRegistry } from './jobs/job-registry.service';
+import { MetricsService } from './metrics/metrics.service';
+import { SchedulePublisher } from './publish/schedule-publisher.service';
+import { RedisModule } from './redis/redis.module';
+import { DaemonLifecycle } from './tasks/daemon-lifecycle.service';
+import { MaintenanceService } from './tasks/maintenance.service';
+
+/** The daemon: Redis in and out, the pure core in the middle, HTTP for health, metrics and inspection. */
+@Module({})
+export class AppModule {
+  static forRoot(config?: PipemorphConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ConfigModule.forRoot(config), RedisModule],
+      controllers: [HealthController, MetricsController, JobsController],
+      providers: [MetricsService, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
+    };
+  }
+}

@@ -1,0 +1,50 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from './load-config';
+
+function expectConfigError(env: NodeJS.ProcessEnv, pattern: RegExp): void {
+  expect(() => loadConfig(env)).toThrow(ConfigError);
+  expect(() => loadConfig(env)).toThrow(pattern);
+}
+
+describe('loadConfig', () => {
+  it('loads the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.redis.url).toBe('redis://127.0.0.1:6379');
+    expect(config.control.planner).toBe('adaptive');
+    expect(config.detection.enterAfter).toBe(3);
+    expect(DEFAULT_CONFIG_PATH).toMatch(/config[/\\]default\.json$/);
+  });
+
+  it('applies environment overrides, parsed as JSON when they parse', () => {
+    const config = loadConfig({ REDIS_URL: 'redis://redis.pipemorph:6380/0', PORT: '9090', PIPEMORPH__control__minGain: '0.1', PIPEMORPH__control__planner: 'search' });
+    expect(config.redis.url).toBe('redis://redis.pipemorph:6380/0');
+    expect(config.http.port).toBe(9090);
+    expect(config.control.minGain).toBe(0.1);
+    expect(config.control.planner).toBe('search');
+  });
+
+  it.each<[NodeJS.ProcessEnv, RegExp]>([
+    [{ PIPEMORPH__control__minGain: '2' }, /control\.minGain must be <= 1/],
+    [{ PIPEMORPH__control__planner: 'magic' }, /control\.planner must be one of \["adaptive","search"\]/],
+    [{ PORT: 'eighty' }, /http\.port must be integer/],
+    [{ REDIS_URL: 'localhost:6379' }, /redis\.url must match pattern/],
+    [{ PIPEMORPH__detection__windowSize: '2' }, /detection\.windowSize must be >= 3/],
+    [{ PIPEMORPH__control__typo: '1' }, /environment PIPEMORPH__control__typo: no config key "control.typo"/],
+    [{ PIPEMORPH__nosection__x: '1' }, /no config section "nosection"/],
+    [{ PIPEMORPH__jobs__maintenanceCron: '"every five seconds"' }, /maintenanceCron "every five seconds" is not a cron expression/],
+  ])('refuses %j with a message naming the key', (env, pattern) => {
+    expectConfigError(env, pattern);
+  });
+
+  it('refuses an unreadable or malformed file, and unknown keys in it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pipemorph-config-'));
+    expectConfigError({ PIPEMORPH_CONFIG: join(dir, 'missing.json') }, /cannot load config file .*missing\.json/);
+    writeFileSync(join(dir, 'bad.json'), '{"redis": ');
+    expectConfigError({ PIPEMORPH_CONFIG: join(dir, 'bad.json') }, /cannot load config file/);
+    const extra = { ...loadConfig({}), surprise: true };
+    writeFileSync(join(dir, 'extra.json'), JSON.stringify(extra));
+    expectConfigError({ PIPEMORPH_CONFIG: join(dir, 'extra.json') }, /has unknown field "surprise"/);
+  });
+});

@@ -1,0 +1,72 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { validate as validateCron } from 'node-cron';
+import configSchema from '../../../schemas/config.schema.json';
+import { compileSchema } from '../../protocol/schema-validator';
+import { PipemorphConfig } from './pipemorph-config.type';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** config/default.json, found from the source tree or from dist/. */
+export const DEFAULT_CONFIG_PATH = join(__dirname, '..', '..', '..', ...(__dirname.includes(`${join('dist', 'src')}`) ? ['..'] : []), 'config', 'default.json');
+
+const schema = compileSchema<PipemorphConfig>(configSchema);
+
+/** Short aliases for the settings every deployment touches. */
+const ALIASES: Record<string, string> = {
+  REDIS_URL: 'redis.url',
+  PORT: 'http.port',
+};
+const PREFIX = 'PIPEMORPH__';
+
+function parseValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw; // a bare string such as a URL
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown, source: string): void {
+  const parts = path.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    const next = node[part];
+    if (typeof next !== 'object' || next === null) throw new ConfigError(`${source}: no config section "${part}"`);
+    node = next as Record<string, unknown>;
+  }
+  const leaf = parts[parts.length - 1];
+  if (!(leaf in node)) throw new ConfigError(`${source}: no config key "${path}"`);
+  node[leaf] = value;
+}
+
+/**
+ * Loads the config file (PIPEMORPH_CONFIG or config/default.json), applies environment overrides
+ * (`PIPEMORPH__section__key=value`, values parsed as JSON when they parse, plus the aliases
+ * REDIS_URL and PORT) and validates the result. Any problem is a ConfigError naming the key.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfig {
+  const path = env.PIPEMORPH_CONFIG ?? DEFAULT_CONFIG_PATH;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`cannot load config file ${path}: ${(error as Error).message}`);
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value), `environment ${name}`);
+    else if (name.startsWith(PREFIX)) setPath(raw, name.slice(PREFIX.length).split('__').join('.'), parseValue(value), `environment ${name}`);
+  }
+  const problem = schema.check(raw);
+  if (problem) throw new ConfigError(`invalid config (${path} with environment overrides): ${problem.replace(/^\//, '').replace(/\//g, '.')}`);
+  const config = raw as unknown as PipemorphConfig;
+  if (!validateCron(config.jobs.maintenanceCron)) throw new ConfigError(`invalid config: jobs.maintenanceCron "${config.jobs.maintenanceCron}" is not a cron expression`);
+  if (config.detection.baselineWarmup > config.detection.windowSize * 64) throw new ConfigError('invalid config: detection.baselineWarmup is unreasonably large for detection.windowSize');
+  return config;
+}

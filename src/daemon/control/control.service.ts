@@ -1,0 +1,81 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { decideControl } from '../../core/control/job-controller';
+import { JobControlInput } from '../../core/control/control-input.type';
+import { DetectionSnapshot } from '../../core/detect/job-detector';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { JobRuntime } from '../jobs/job-runtime';
+import { MetricsService } from '../metrics/metrics.service';
+import { SchedulePublisher } from '../publish/schedule-publisher.service';
+
+/**
+ * One control step for a job: detection snapshot -> decision (pure core) -> publish.
+ * Steps of one job never overlap (JobRuntime.serialize); different jobs are independent.
+ */
+@Injectable()
+export class ControlService {
+  constructor(
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+    private readonly publisher: SchedulePublisher,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
+    return job.serialize(() => this.step(job, now));
+  }
+
+  private async step(job: JobRuntime, now: number): Promise<void> {
+    await this.publisher.expire(job, now);
+    if (job.handshake) return; // one switch at a time; the next step re-decides after it ends
+    const started = performance.now();
+    const snapshot = job.detector.snapshot();
+    const input = job.controlInput(snapshot);
+    this.recordDetection(job, snapshot);
+    this.updateTolerances(job, input);
+    const urgent = this.nicFailureWithoutDelegation(job, input);
+    if (job.committed && now < job.notBefore && !urgent) {
+      job.needsEvaluation = true;
+      return;
+    }
+    const outcome = decideControl(input, this.config.control);
+    this.metrics.planningDuration.observe((performance.now() - started) / 1000);
+    if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
+    this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
+    job.needsEvaluation = false;
+    const decision = outcome.decision;
+    if (!decision) return;
+    this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
+    if (!job.committed) await this.publisher.publishInitial(job, decision, now);
+    else await this.publisher.prepare(job, decision, now);
+  }
+
+  /** A failed NIC leaves only the delegated path: switch at once, whatever the re-plan interval or back-off. */
+  private nicFailureWithoutDelegation(job: JobRuntime, input: JobControlInput): boolean {
+    const delegated = new Set((job.committed?.delegation ?? []).map((d) => d.rank));
+    return input.links.some((l) => l.nicFailure && (!delegated.has(l.upRank) || !delegated.has(l.downRank)));
+  }
+
+  /** Tells the detector how much extra delay each link absorbs under the schedule in force (Eq. 1). */
+  private updateTolerances(job: JobRuntime, input: JobControlInput): void {
+    if (!job.committed) return;
+    const fb = input.fMs.map((f, i) => f + input.bMs[i]);
+    const baseline = new Map(input.links.map((l) => [`${l.dp},${l.link}`, Number.isFinite(l.baselineMs) ? l.baselineMs : 0]));
+    for (const pipeline of job.committed.pipelines) {
+      for (const dp of pipeline.dpReplicas) {
+        for (let i = 0; i + 1 < input.stages; i++) {
+          const slackness = pipeline.warmup[i] - pipeline.warmup[i + 1];
+          const toleranceMs = Math.max(0, (slackness * fb[i + 1] - fb[i]) / 2);
+          job.detector.setTolerance(dp, i, Math.max(0, toleranceMs - (baseline.get(`${dp},${i}`) ?? 0)));
+        }
+      }
+    }
+  }
+
+  private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {
+    const worst = new Map<number, number>();
+    for (const l of snapshot.pipelineLinks) worst.set(l.link, Math.max(worst.get(l.link) ?? 0, l.extraMs));
+    for (const [link, ms] of worst) this.metrics.linkExtraDelay.set({ job: job.jobId, link: String(link) }, ms / 1000);
+    this.metrics.stragglers.set({ job: job.jobId, kind: 'pipeline' }, snapshot.pipelineLinks.filter((l) => l.straggler).length);
+    this.metrics.stragglers.set({ job: job.jobId, kind: 'data_parallel' }, snapshot.dataParallelLinks.filter((l) => l.straggler).length);
+    this.metrics.stragglers.set({ job: job.jobId, kind: 'compute' }, snapshot.compute.filter((c) => c.straggler).length);
+  }
+}

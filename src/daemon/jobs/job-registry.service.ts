@@ -1,0 +1,122 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
+import { jobKeys } from '../../protocol/redis-keys';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { MetricsService } from '../metrics/metrics.service';
+import { SchedulePublisher } from '../publish/schedule-publisher.service';
+import { JOB_STORE, JobStore } from '../store/job-store.repository';
+import { JobRuntime } from './job-runtime';
+
+/** Whether a schedule covers exactly this job's replicas, stages and microbatches. */
+function fitsShape(schedule: PublishedSchedule, spec: Registration): boolean {
+  const replicas = schedule.pipelines.flatMap((p) => p.dpReplicas).sort((a, b) => a - b);
+  return (
+    replicas.length === spec.dp &&
+    replicas.every((dp, i) => dp === i) &&
+    schedule.pipelines.every((p) => p.warmup.length === spec.stages && p.stages.length === spec.stages && p.stages.every((ops) => ops.length === 3 * spec.microbatches))
+  );
+}
+
+/**
+ * The jobs this replica owns. A job is owned through a lease in Redis; taking a job bumps its
+ * fencing epoch, so the previous owner can no longer publish for it. Replicas share the work
+ * by taking unowned jobs as they discover them.
+ */
+@Injectable()
+export class JobRegistry {
+  readonly replicaId = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  private readonly owned = new Map<string, JobRuntime>();
+  private readonly byReportsStream = new Map<string, JobRuntime>();
+  /** Jobs just taken: their idle pending entries must be claimed before new ones are read. */
+  readonly adoptedSinceClaim = new Set<string>();
+  private readonly logger = new Logger(JobRegistry.name);
+
+  constructor(
+    @Inject(JOB_STORE) private readonly store: JobStore,
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+    private readonly publisher: SchedulePublisher,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  get(jobId: string): JobRuntime | undefined {
+    return this.owned.get(jobId);
+  }
+
+  forStream(stream: string): JobRuntime | undefined {
+    return this.byReportsStream.get(stream);
+  }
+
+  all(): JobRuntime[] {
+    return [...this.owned.values()];
+  }
+
+  reportStreams(): string[] {
+    return [...this.byReportsStream.keys()];
+  }
+
+  /** Takes unowned jobs, renews leases of owned ones and lets go of jobs whose lease was lost. */
+  async discover(): Promise<void> {
+    const ttl = this.config.jobs.leaseMs;
+    for (const job of this.all()) {
+      if (!(await this.store.renewLease(job.jobId, this.replicaId, ttl))) {
+        this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
+        this.drop(job.jobId);
+      }
+    }
+    for (const jobId of await this.store.listJobs()) {
+      if (this.owned.has(jobId)) continue;
+      if (await this.store.acquireLease(jobId, this.replicaId, ttl)) await this.adopt(jobId);
+    }
+    this.metrics.jobsOwned.set(this.owned.size);
+  }
+
+  /** Rebuilds a job from Redis under a new epoch (after taking its lease, or after a re-registration). */
+  async adopt(jobId: string): Promise<JobRuntime | undefined> {
+    const spec = await this.store.loadSpec(jobId);
+    if (!spec) {
+      await this.store.releaseLease(jobId, this.replicaId);
+      return undefined;
+    }
+    const epoch = await this.store.bumpEpoch(jobId);
+    const job = new JobRuntime(spec, epoch, this.config.detection);
+    const keys = jobKeys(jobId);
+    await this.store.ensureGroup(keys.reports, this.config.ingest.consumerGroup);
+    const { committed, pending } = await this.store.readSchedules(jobId);
+    // A committed schedule of an older registration (other shape) is replaced by a new initial plan.
+    if (committed && fitsShape(committed, spec)) {
+      job.committed = committed;
+      job.lastPublishAt = committed.createdAt;
+      this.metrics.scheduleVersion.set({ job: jobId }, committed.version);
+    }
+    if (pending) await this.publisher.abandonPending(job, pending);
+    const previous = this.owned.get(jobId);
+    if (previous) this.metrics.forgetJob(jobId, previous.spec.stages);
+    this.owned.set(jobId, job);
+    this.byReportsStream.set(keys.reports, job);
+    this.adoptedSinceClaim.add(jobId);
+    this.logger.log(`job ${jobId}: owned under epoch ${epoch} (${spec.stages} stages x ${spec.dp} replicas, ${job.reporting.length} reporting ranks)`);
+    return job;
+  }
+
+  drop(jobId: string): void {
+    const job = this.owned.get(jobId);
+    if (!job) return;
+    this.owned.delete(jobId);
+    this.byReportsStream.delete(jobKeys(jobId).reports);
+    this.adoptedSinceClaim.delete(jobId);
+    this.metrics.forgetJob(jobId, job.spec.stages);
+  }
+
+  /** Forgets a job whose ranks have all been silent too long; its keys expire after a day. */
+  async expire(jobId: string): Promise<void> {
+    this.drop(jobId);
+    await this.store.forgetJob(jobId, 24 * 3600 * 1000);
+    await this.store.releaseLease(jobId, this.replicaId);
+    this.logger.log(`job ${jobId}: expired (all ranks silent)`);
+  }
+
+  async releaseAll(): Promise<void> {
+    await Promise.allSettled(this.all().map((job) => this.store.releaseLease(job.jobId, this.replicaId)));
+  }
+}

@@ -1,0 +1,23 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+import { ConfigError, loadConfig } from './config/load-config';
+
+/** Starts the daemon; a bad configuration stops start-up with one clear line (exit 2). */
+export async function bootstrap(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`pipemorph: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
+  app.enableShutdownHooks();
+  await app.listen(config.http.port, config.http.host);
+}
+
+if (require.main === module) void bootstrap();

@@ -1,0 +1,160 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { ControlDecision } from '../../core/control/control-decision.type';
+import { formatSchedule } from '../../core/pipeline/schedule';
+import { Ack, ControlEvent, PublishedSchedule } from '../../protocol/protocol-v1.type';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { JobRuntime } from '../jobs/job-runtime';
+import { MetricsService } from '../metrics/metrics.service';
+import { JOB_STORE, JobStore } from '../store/job-store.repository';
+
+const MAX_BACKOFF_MS = 30000;
+
+/**
+ * Publishes schedules with the switching handshake of docs/protocol.md: prepare with an
+ * effective iteration far enough ahead of the ranks' progress, collect an acknowledgement
+ * from every reporting rank, then commit; abort on a refusal or at the deadline and let the
+ * controller prepare again (new version, later iteration) after a back-off.
+ */
+@Injectable()
+export class SchedulePublisher {
+  private readonly logger = new Logger(SchedulePublisher.name);
+
+  constructor(
+    @Inject(JOB_STORE) private readonly store: JobStore,
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** First schedule of a job: committed at once with effective iteration 0 (no rank runs yet). */
+  async publishInitial(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
+    const schedule = await this.build(job, decision, 'committed', 0, now);
+    if (!schedule) return;
+    const result = await this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
+    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
+    if (result === 'ok') this.committed(job, schedule, now);
+  }
+
+  /** Starts a switch to the decided schedule. */
+  async prepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
+    if (job.handshake) return;
+    const lead = this.leadIterations(job);
+    const effectiveIteration = Math.max(0, job.maxIteration) + lead;
+    const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
+    if (!schedule) return;
+    const result = await this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen);
+    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
+    if (result !== 'ok') {
+      this.logger.warn(`job ${job.jobId}: prepare of version ${schedule.version} refused (${result})`);
+      return;
+    }
+    job.counters.prepares++;
+    job.handshake = { schedule, deadline: now + this.config.handshake.prepareTimeoutMs, acked: new Set(), decision };
+    this.metrics.handshakeOpen.set({ job: job.jobId }, 1);
+    this.logger.log(`job ${job.jobId}: prepared version ${schedule.version} for iteration ${effectiveIteration} (${decision.kind}: ${decision.detail})`);
+  }
+
+  async onAck(job: JobRuntime, ack: Ack, now: number): Promise<void> {
+    const open = job.handshake;
+    if (!open || ack.version !== open.schedule.version || ack.epoch !== job.epoch) return; // late or duplicate: harmless
+    if (!ack.accepted) {
+      await this.abort(job, `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
+      return;
+    }
+    open.acked.add(ack.rank);
+    if (job.reporting.every((r) => open.acked.has(r.rank))) await this.commit(job, now);
+  }
+
+  /** Aborts handshakes whose deadline passed, naming the ranks that did not answer. */
+  async expire(job: JobRuntime, now: number): Promise<void> {
+    const open = job.handshake;
+    if (!open || now < open.deadline) return;
+    const silent = job.reporting.filter((r) => !open.acked.has(r.rank)).map((r) => r.rank);
+    await this.abort(job, `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
+  }
+
+  /** Under a new epoch, a prepare left by the previous owner is dropped: it can no longer be committed. */
+  async abandonPending(job: JobRuntime, pending: PublishedSchedule): Promise<void> {
+    const event: ControlEvent = { ...this.event('abort', pending), epoch: job.epoch, reason: 'daemon replica changed' };
+    const result = await this.store.abort(job.jobId, job.epoch, event, this.config.ingest.controlMaxLen);
+    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+  }
+
+  private async commit(job: JobRuntime, now: number): Promise<void> {
+    const open = job.handshake!;
+    const schedule: PublishedSchedule = { ...open.schedule, state: 'committed' };
+    const result = await this.store.commit(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
+    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
+    job.handshake = null;
+    this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    if (result === 'ok') {
+      job.counters.commits++;
+      job.abortStreak = 0;
+      this.committed(job, schedule, now);
+      this.logger.log(`job ${job.jobId}: committed version ${schedule.version} from iteration ${schedule.effectiveIteration}`);
+    } else {
+      this.logger.warn(`job ${job.jobId}: commit of version ${schedule.version} refused (${result})`);
+    }
+  }
+
+  private async abort(job: JobRuntime, reason: string, now: number): Promise<void> {
+    const open = job.handshake!;
+    const result = await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen);
+    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    job.handshake = null;
+    this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    job.counters.aborts++;
+    job.abortStreak++;
+    job.notBefore = now + Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (job.abortStreak - 1));
+    job.needsEvaluation = true;
+    this.logger.warn(`job ${job.jobId}: aborted version ${open.schedule.version}: ${reason}`);
+  }
+
+  private committed(job: JobRuntime, schedule: PublishedSchedule, now: number): void {
+    job.committed = schedule;
+    job.lastPublishAt = now;
+    job.notBefore = now + this.config.control.minReplanIntervalMs;
+    this.metrics.scheduleVersion.set({ job: job.jobId }, schedule.version);
+    this.metrics.delegatedRanks.set({ job: job.jobId }, schedule.delegation.length);
+  }
+
+  /** Enough iterations for every rank to hear of the prepare, from the measured iteration time. */
+  private leadIterations(job: JobRuntime): number {
+    const { minLeadIterations, leadMs } = this.config.handshake;
+    if (!(job.iterationMs > 0)) return minLeadIterations;
+    return Math.max(minLeadIterations, Math.min(1000, Math.ceil(leadMs / job.iterationMs)));
+  }
+
+  private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
+    const version = await this.store.nextVersion(job.jobId, job.epoch);
+    if (version === 'fenced') {
+      this.metrics.publishes.inc({ job: job.jobId, outcome: 'fenced' });
+      this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; another replica owns the job`);
+      return null;
+    }
+    return {
+      protocol: 1,
+      jobId: job.jobId,
+      version,
+      epoch: job.epoch,
+      state,
+      effectiveIteration,
+      createdAt: now,
+      pipelines: decision.pipelines.map((p) => ({ dpReplicas: p.dpReplicas, warmup: p.warmup, stages: formatSchedule(p.schedule) })),
+      delegation: decision.delegation,
+      reason: {
+        kind: decision.kind,
+        links: decision.links.map((l) => ({
+          kind: 'pipeline' as const, fromRank: l.upRank, toRank: l.downRank, dp: l.dp, link: l.link, extraMs: l.extraMs, error: l.nicFailure ? 'nic-failure' : null,
+        })),
+        detail: decision.detail,
+      },
+      prediction: { previousMs: decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
+      traceId: randomBytes(16).toString('hex'),
+    };
+  }
+
+  private event(type: ControlEvent['type'], schedule: PublishedSchedule): ControlEvent {
+    return { type, protocol: 1, jobId: schedule.jobId, version: schedule.version, epoch: schedule.epoch, effectiveIteration: schedule.effectiveIteration };
+  }
+}

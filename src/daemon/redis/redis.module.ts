@@ -1,0 +1,30 @@
+import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import Redis from 'ioredis';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { JOB_STORE } from '../store/job-store.repository';
+import { RedisJobStore } from '../store/redis-job-store';
+
+export const REDIS_COMMANDS = Symbol('REDIS_COMMANDS');
+export const REDIS_BLOCKING = Symbol('REDIS_BLOCKING');
+
+function connect(config: PipemorphConfig, name: string): Redis {
+  // Bounded retries per command, endless reconnects: a Redis restart must not kill the daemon.
+  return new Redis(config.redis.url, { connectionName: `pipemorph-${name}`, maxRetriesPerRequest: 3, enableOfflineQueue: true, lazyConnect: false });
+}
+
+@Global()
+@Module({
+  providers: [
+    { provide: REDIS_COMMANDS, inject: [PIPEMORPH_CONFIG], useFactory: (config: PipemorphConfig) => connect(config, 'commands') },
+    { provide: REDIS_BLOCKING, inject: [PIPEMORPH_CONFIG], useFactory: (config: PipemorphConfig) => connect(config, 'ingest') },
+    { provide: JOB_STORE, inject: [REDIS_COMMANDS, REDIS_BLOCKING], useFactory: (commands: Redis, blocking: Redis) => new RedisJobStore(commands, blocking) },
+  ],
+  exports: [JOB_STORE, REDIS_COMMANDS],
+})
+export class RedisModule implements OnApplicationShutdown {
+  constructor(@Inject(REDIS_COMMANDS) private readonly commands: Redis, @Inject(REDIS_BLOCKING) private readonly blocking: Redis) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([this.commands.quit(), this.blocking.quit()]);
+  }
+}

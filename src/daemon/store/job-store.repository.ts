@@ -1,0 +1,61 @@
+import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
+
+export interface StreamEntry {
+  id: string;
+  /** The JSON text of field `m`, or null when the entry has no such field. */
+  message: string | null;
+}
+
+export interface StreamBatch {
+  stream: string;
+  entries: StreamEntry[];
+}
+
+export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
+
+/**
+ * Everything the daemon stores in or reads from Redis, behind one interface so services
+ * state intent ("prepare this schedule under epoch e") rather than commands.
+ */
+export interface JobStore {
+  ping(): Promise<boolean>;
+
+  ensureGroup(stream: string, group: string): Promise<void>;
+  /** New entries for this consumer (XREADGROUP ... >), blocking up to blockMs. */
+  readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]>;
+  /** Entries another (crashed) consumer left pending longer than minIdleMs (XAUTOCLAIM). */
+  claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
+  ack(stream: string, group: string, ids: readonly string[]): Promise<void>;
+  /** The newest entries (oldest first, at most maxEntries) the group has delivered and that were acknowledged before the first pending one: a job's recent history. */
+  delivered(stream: string, group: string, maxEntries: number): Promise<StreamEntry[]>;
+  pendingCount(stream: string, group: string): Promise<number>;
+  /** Keeps a bad message for inspection with the reason it was refused. */
+  reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void>;
+  trim(stream: string, maxLen: number): Promise<void>;
+  append(stream: string, message: string, maxLen: number): Promise<string>;
+
+  saveSpec(registration: Registration): Promise<void>;
+  loadSpec(jobId: string): Promise<Registration | null>;
+  listJobs(): Promise<string[]>;
+  forgetJob(jobId: string, keepMs: number): Promise<void>;
+
+  acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
+  renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
+  releaseLease(jobId: string, owner: string): Promise<void>;
+  /** A new fencing epoch for a replica that just took the job. */
+  bumpEpoch(jobId: string): Promise<number>;
+
+  readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }>;
+  /** Allocates the next version, only while `epoch` is still the job's epoch. */
+  nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'>;
+  /** Stores a prepared schedule and announces it; 'busy' if another prepare is open. */
+  prepare(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
+  /** Makes the prepared `version` the committed schedule and announces it; 'stale' if that version is no longer pending. */
+  commit(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
+  /** Drops the prepared `version` (if still pending) and announces the abort. */
+  abort(jobId: string, epoch: number, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
+  /** Commits without a handshake (the first schedule of a job: no rank runs yet). */
+  commitDirect(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
+}
+
+export const JOB_STORE = Symbol('JOB_STORE');

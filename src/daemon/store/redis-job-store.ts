@@ -1,0 +1,181 @@
+import Redis from 'ioredis';
+import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
+import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
+import { ABORT, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { FencedResult, JobStore, StreamBatch, StreamEntry } from './job-store.repository';
+
+type RawEntry = [string, string[]];
+
+function messageOf(fields: string[] | null): string | null {
+  if (!fields) return null;
+  for (let k = 0; k + 1 < fields.length; k += 2) if (fields[k] === MESSAGE_FIELD) return fields[k + 1];
+  return null;
+}
+
+interface ScriptedRedis extends Redis {
+  pmNextVersion(epochKey: string, versionKey: string, epoch: number): Promise<number>;
+  pmPrepare(epochKey: string, pendingKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
+  pmCommit(epochKey: string, pendingKey: string, scheduleKey: string, controlKey: string, epoch: number, version: number, schedule: string, event: string, maxLen: number): Promise<string>;
+  pmAbort(epochKey: string, pendingKey: string, controlKey: string, epoch: number, version: number, event: string, maxLen: number): Promise<string>;
+  pmCommitDirect(epochKey: string, scheduleKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
+  pmRenewLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
+  pmReleaseLease(ownerKey: string, owner: string): Promise<number>;
+}
+
+/**
+ * JobStore on Redis. `commands` runs everything but blocking reads, which get their own
+ * connection (`blocking`) so a BLOCKed XREADGROUP never delays a publish.
+ */
+export class RedisJobStore implements JobStore {
+  private readonly redis: ScriptedRedis;
+
+  constructor(commands: Redis, private readonly blocking: Redis) {
+    this.redis = commands as ScriptedRedis;
+    const define = (name: string, numberOfKeys: number, lua: string) => {
+      if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys, lua });
+    };
+    define('pmNextVersion', 2, NEXT_VERSION);
+    define('pmPrepare', 3, PREPARE);
+    define('pmCommit', 4, COMMIT);
+    define('pmAbort', 3, ABORT);
+    define('pmCommitDirect', 3, COMMIT_DIRECT);
+    define('pmRenewLease', 1, RENEW_LEASE);
+    define('pmReleaseLease', 1, RELEASE_LEASE);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  async ensureGroup(stream: string, group: string): Promise<void> {
+    try {
+      // From 0: entries written before the daemon knew the stream are processed too.
+      await this.redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
+    } catch (error) {
+      if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+    }
+  }
+
+  async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]> {
+    if (streams.length === 0) return [];
+    const reply = (await this.blocking.xreadgroup(
+      'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...streams, ...streams.map(() => '>'),
+    )) as Array<[string, RawEntry[]]> | null;
+    if (!reply) return [];
+    return reply.map(([stream, entries]) => ({ stream, entries: entries.map(([id, fields]) => ({ id, message: messageOf(fields) })) }));
+  }
+
+  async claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
+    const reply = (await this.redis.xautoclaim(stream, group, consumer, minIdleMs, '0-0', 'COUNT', count)) as [string, Array<RawEntry | null>, string[]?];
+    return (reply[1] ?? []).filter((e): e is RawEntry => e !== null).map(([id, fields]) => ({ id, message: messageOf(fields) }));
+  }
+
+  async ack(stream: string, group: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.redis.xack(stream, group, ...ids);
+  }
+
+  async delivered(stream: string, group: string, maxEntries: number): Promise<StreamEntry[]> {
+    const groups = (await this.redis.xinfo('GROUPS', stream)) as Array<Array<string | number>>;
+    const info = groups.find((g) => g[g.indexOf('name') + 1] === group);
+    const last = info ? String(info[info.indexOf('last-delivered-id') + 1]) : '0-0';
+    if (last === '0-0') return [];
+    // Entries still pending (a crashed consumer's) are not history: they are claimed and processed.
+    const [pending, firstPending] = (await this.redis.xpending(stream, group)) as [number, string | null];
+    const end = Number(pending) > 0 && firstPending ? `(${firstPending}` : last;
+    const entries = (await this.redis.xrevrange(stream, end, '-', 'COUNT', maxEntries)) as RawEntry[];
+    return entries.reverse().map(([id, fields]) => ({ id, message: messageOf(fields) }));
+  }
+
+  async pendingCount(stream: string, group: string): Promise<number> {
+    try {
+      const reply = (await this.redis.xpending(stream, group)) as [number, ...unknown[]];
+      return Number(reply[0]) || 0;
+    } catch {
+      return 0; // no such stream or group yet
+    }
+  }
+
+  async reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void> {
+    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, raw ?? '', 'reason', reason, 'at', String(Date.now()));
+  }
+
+  async trim(stream: string, maxLen: number): Promise<void> {
+    await this.redis.xtrim(stream, 'MAXLEN', '~', maxLen);
+  }
+
+  async append(stream: string, message: string, maxLen: number): Promise<string> {
+    return (await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, message)) as string;
+  }
+
+  async saveSpec(registration: Registration): Promise<void> {
+    await this.redis.multi().set(jobKeys(registration.jobId).spec, JSON.stringify(registration)).sadd(JOBS_INDEX, registration.jobId).exec();
+  }
+
+  async loadSpec(jobId: string): Promise<Registration | null> {
+    const raw = await this.redis.get(jobKeys(jobId).spec);
+    return raw ? (JSON.parse(raw) as Registration) : null;
+  }
+
+  async listJobs(): Promise<string[]> {
+    return this.redis.smembers(JOBS_INDEX);
+  }
+
+  async forgetJob(jobId: string, keepMs: number): Promise<void> {
+    const keys = jobKeys(jobId);
+    const tx = this.redis.multi().srem(JOBS_INDEX, jobId);
+    for (const key of Object.values(keys)) tx.pexpire(key, keepMs);
+    await tx.exec();
+  }
+
+  async acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(jobKeys(jobId).owner, owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  async renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.pmRenewLease(jobKeys(jobId).owner, owner, ttlMs)) === 1;
+  }
+
+  async releaseLease(jobId: string, owner: string): Promise<void> {
+    await this.redis.pmReleaseLease(jobKeys(jobId).owner, owner);
+  }
+
+  async bumpEpoch(jobId: string): Promise<number> {
+    return this.redis.incr(jobKeys(jobId).epoch);
+  }
+
+  async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {
+    const keys = jobKeys(jobId);
+    const [committed, pending] = await this.redis.mget(keys.schedule, keys.pending);
+    return { committed: committed ? JSON.parse(committed) : null, pending: pending ? JSON.parse(pending) : null };
+  }
+
+  async nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'> {
+    const keys = jobKeys(jobId);
+    const version = await this.redis.pmNextVersion(keys.epoch, keys.version, epoch);
+    return version < 0 ? 'fenced' : version;
+  }
+
+  async prepare(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmPrepare(keys.epoch, keys.pending, keys.control, epoch, JSON.stringify(schedule), JSON.stringify(event), controlMaxLen)) as FencedResult;
+  }
+
+  async commit(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmCommit(keys.epoch, keys.pending, keys.schedule, keys.control, epoch, schedule.version, JSON.stringify(schedule), JSON.stringify(event), controlMaxLen)) as FencedResult;
+  }
+
+  async abort(jobId: string, epoch: number, event: ControlEvent, controlMaxLen: number): Promise<FencedResult> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmAbort(keys.epoch, keys.pending, keys.control, epoch, event.version, JSON.stringify(event), controlMaxLen)) as FencedResult;
+  }
+
+  async commitDirect(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmCommitDirect(keys.epoch, keys.schedule, keys.control, epoch, JSON.stringify(schedule), JSON.stringify(event), controlMaxLen)) as FencedResult;
+  }
+}

@@ -1,0 +1,60 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { jobKeys } from '../../protocol/redis-keys';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { ControlService } from '../control/control.service';
+import { IngestService } from '../ingest/ingest.service';
+import { JobRegistry } from '../jobs/job-registry.service';
+import { MetricsService } from '../metrics/metrics.service';
+import { JOB_STORE, JobStore } from '../store/job-store.repository';
+
+/**
+ * Periodic work (run by node-cron, see DaemonLifecycle): stale ranks and jobs, claiming entries
+ * a crashed consumer left behind, stream trimming, consumer lag, and re-evaluating every job
+ * (recovery, drifting stage times, retries after an abort).
+ */
+@Injectable()
+export class MaintenanceService {
+  private readonly logger = new Logger(MaintenanceService.name);
+
+  constructor(
+    @Inject(JOB_STORE) private readonly store: JobStore,
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+    private readonly registry: JobRegistry,
+    private readonly ingest: IngestService,
+    private readonly control: ControlService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async run(now = Date.now()): Promise<void> {
+    for (const job of this.registry.all()) {
+      try {
+        const { staleRankMs, staleJobMs } = this.config.jobs;
+        for (const { rank } of job.reporting) {
+          const seen = job.lastSeenAt.get(rank);
+          if (seen !== undefined && now - seen > staleRankMs) job.staleRanks.add(rank);
+        }
+        this.metrics.staleRanks.set({ job: job.jobId }, job.staleRanks.size);
+        const lastSeen = Math.max(job.adoptedAt, ...job.lastSeenAt.values());
+        if (now - lastSeen > staleJobMs) {
+          await this.registry.expire(job.jobId);
+          continue;
+        }
+        const stream = jobKeys(job.jobId).reports;
+        await this.ingest.claimIdle(job.jobId);
+        await this.store.trim(stream, this.config.ingest.streamMaxLen);
+        this.metrics.pendingEntries.set({ job: job.jobId }, await this.store.pendingCount(stream, this.config.ingest.consumerGroup));
+        await this.control.evaluate(this.registry.get(job.jobId) ?? job, now);
+      } catch (error) {
+        this.logger.error(`maintenance of job ${job.jobId} failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  /** Fast path between cron ticks: handshake deadlines and deferred decisions. */
+  async tick(now = Date.now()): Promise<void> {
+    for (const job of this.registry.all()) {
+      const due = (job.handshake && now >= job.handshake.deadline) || (job.needsEvaluation && !job.handshake && now >= job.notBefore);
+      if (due) await this.control.evaluate(job, now).catch((error) => this.logger.error(`job ${job.jobId}: ${(error as Error).message}`));
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { AppModule } from '../../src/daemon/app.module';
+import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** The shipped defaults with timings shrunk so tests run in seconds. */
+export function testConfig(overrides: (c: PipemorphConfig) => void = () => undefined): PipemorphConfig {
+  const config = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
+  config.redis.url = REDIS_URL;
+  config.http.port = 0;
+  config.http.host = '127.0.0.1';
+  config.ingest.blockMs = 50;
+  config.ingest.claimIdleMs = 500;
+  config.jobs.leaseMs = 2000;
+  config.jobs.discoveryIntervalMs = 100;
+  config.jobs.maintenanceCron = '* * * * * *';
+  config.control.minReplanIntervalMs = 0;
+  config.handshake.prepareTimeoutMs = 1500;
+  config.handshake.retryBackoffMs = 100;
+  config.handshake.leadMs = 0;
+  config.handshake.minLeadIterations = 3;
+  overrides(config);
+  return config;
+}
+
+export async function startDaemon(config: PipemorphConfig = testConfig()): Promise<{ app: INestApplication; url: string }> {
+  const app = await NestFactory.create(AppModule.forRoot(config), { logger: process.env.PIPEMORPH_TEST_LOGS ? ['log', 'warn', 'error'] : false });
+  app.enableShutdownHooks();
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  return { app, url: `http://127.0.0.1:${address.port}` };
+}
