@@ -267,6 +267,32 @@ describe('daemon: bad input and restarts', () => {
   });
 });
 
+describe('daemon: re-registration', () => {
+  it('resets the job when it registers again (resumed from a checkpoint) and keeps its schedule', async () => {
+    daemon = await startDaemon();
+    const job = newJob('resume');
+    await job.register();
+    const initial = await waitFor('the initial schedule', () => job.committed());
+    for (let k = 0; k < 6; k++) await job.reportIteration();
+    await waitFor('six iterations', async () => (await json(await fetch(`${daemon!.url}/jobs/${job.options.jobId}`))).counters.reports === 24);
+    // The job restarts from a checkpoint at iteration 2 and registers again.
+    await job.register();
+    job.iteration = 2;
+    const detail = await waitFor('a fresh view of the job', async () => {
+      const d = await json(await fetch(`${daemon!.url}/jobs/${job.options.jobId}`));
+      return d.counters?.reports === 0 && d;
+    });
+    for (let k = 0; k < 3; k++) await job.reportIteration();
+    const after = await waitFor('the repeated iterations', async () => {
+      const d = await json(await fetch(`${daemon!.url}/jobs/${job.options.jobId}`));
+      return d.counters.reports === 12 && d;
+    });
+    expect(after.counters.duplicates).toBe(0);
+    expect(after.epoch).toBe(detail.epoch);
+    expect((await job.committed())!.version).toBe(initial.version);
+  });
+});
+
 describe('daemon: crashed consumer', () => {
   it('claims and processes entries a crashed consumer left unacknowledged', async () => {
     daemon = await startDaemon();

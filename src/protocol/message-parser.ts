@@ -23,6 +23,8 @@ export interface RegisteredMarker {
   type: 'registered';
   protocol: 1;
   jobId: string;
+  /** Id of the registrations-stream entry that was accepted. */
+  registrationId: string;
 }
 
 export type ReportStreamMessage = RankReport | Ack | RegisteredMarker;
@@ -82,7 +84,10 @@ export function parseReportStreamMessage(raw: string | null, jobId: string): Rep
       problem = ack.check(value);
       break;
     case 'registered':
-      problem = typeof value.jobId === 'string' && JOB_ID_PATTERN.test(value.jobId) ? null : 'registered marker without a valid jobId';
+      problem =
+        typeof value.jobId === 'string' && JOB_ID_PATTERN.test(value.jobId) && typeof (value as { registrationId?: unknown }).registrationId === 'string'
+          ? null
+          : 'registered marker without a valid jobId and registrationId';
       break;
     default:
       problem = `/type must be "report" or "ack", got ${JSON.stringify(value.type)}`;

@@ -152,8 +152,8 @@ export class IngestService {
   private async handleRegistration(entry: StreamEntry): Promise<void> {
     try {
       const registration = parseRegistration(entry.message);
-      await this.store.saveSpec(registration);
-      const marker: RegisteredMarker = { type: 'registered', protocol: 1, jobId: registration.jobId };
+      await this.store.saveSpec(registration, entry.id);
+      const marker: RegisteredMarker = { type: 'registered', protocol: 1, jobId: registration.jobId, registrationId: entry.id };
       // The owner (maybe another replica) reloads the job in order with its reports.
       await this.store.append(jobKeys(registration.jobId).reports, JSON.stringify(marker), this.config.ingest.streamMaxLen);
       this.metrics.ingestMessages.inc({ type: 'register', result: 'accepted' });
@@ -172,8 +172,9 @@ export class IngestService {
       const message = parseReportStreamMessage(entry.message, job.jobId);
       type = message.type;
       if (message.type === 'registered') {
-        const spec = await this.store.loadSpec(job.jobId);
-        if (spec && JSON.stringify(spec) === JSON.stringify(job.spec)) return false; // the registration this runtime was built from
+        // Each registration resets the job (e.g. resumed from a checkpoint, iterations repeat),
+        // except the one this runtime was just built from.
+        if (message.registrationId === job.registrationId) return false;
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         if (fresh) fresh.needsEvaluation = true;

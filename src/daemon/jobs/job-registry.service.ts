@@ -73,13 +73,14 @@ export class JobRegistry {
 
   /** Rebuilds a job from Redis under a new epoch (after taking its lease, or after a re-registration). */
   async adopt(jobId: string): Promise<JobRuntime | undefined> {
-    const spec = await this.store.loadSpec(jobId);
-    if (!spec) {
+    const stored = await this.store.loadSpec(jobId);
+    if (!stored) {
       await this.store.releaseLease(jobId, this.replicaId);
       return undefined;
     }
+    const spec = stored.registration;
     const epoch = await this.store.bumpEpoch(jobId);
-    const job = new JobRuntime(spec, epoch, this.config.detection);
+    const job = new JobRuntime(spec, epoch, this.config.detection, stored.registrationId);
     const keys = jobKeys(jobId);
     await this.store.ensureGroup(keys.reports, this.config.ingest.consumerGroup);
     const { committed, pending } = await this.store.readSchedules(jobId);

@@ -41,7 +41,8 @@ export class JobRuntime {
   private chain: Promise<unknown> = Promise.resolve();
   readonly counters = { reports: 0, acks: 0, duplicates: 0, rejected: 0, prepares: 0, commits: 0, aborts: 0 };
 
-  constructor(readonly spec: Registration, readonly epoch: number, detection: DetectorConfig) {
+  /** `registrationId`: the registrations-stream entry this runtime was built from. */
+  constructor(readonly spec: Registration, readonly epoch: number, detection: DetectorConfig, readonly registrationId = '') {
     this.jobId = spec.jobId;
     this.reporting = spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp }));
     for (const position of this.reporting) {

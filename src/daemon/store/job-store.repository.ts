@@ -11,6 +11,11 @@ export interface StreamBatch {
   entries: StreamEntry[];
 }
 
+export interface StoredSpec {
+  registration: Registration;
+  registrationId: string;
+}
+
 export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
 
 /**
@@ -34,8 +39,9 @@ export interface JobStore {
   trim(stream: string, maxLen: number): Promise<void>;
   append(stream: string, message: string, maxLen: number): Promise<string>;
 
-  saveSpec(registration: Registration): Promise<void>;
-  loadSpec(jobId: string): Promise<Registration | null>;
+  /** Stores an accepted registration, tagged with the id of its registrations-stream entry. */
+  saveSpec(registration: Registration, registrationId: string): Promise<void>;
+  loadSpec(jobId: string): Promise<StoredSpec | null>;
   listJobs(): Promise<string[]>;
   forgetJob(jobId: string, keepMs: number): Promise<void>;
 

@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
 import { ABORT, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
-import { FencedResult, JobStore, StreamBatch, StreamEntry } from './job-store.repository';
+import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry } from './job-store.repository';
 
 type RawEntry = [string, string[]];
 
@@ -111,13 +111,14 @@ export class RedisJobStore implements JobStore {
     return (await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, message)) as string;
   }
 
-  async saveSpec(registration: Registration): Promise<void> {
-    await this.redis.multi().set(jobKeys(registration.jobId).spec, JSON.stringify(registration)).sadd(JOBS_INDEX, registration.jobId).exec();
+  async saveSpec(registration: Registration, registrationId: string): Promise<void> {
+    const stored: StoredSpec = { registration, registrationId };
+    await this.redis.multi().set(jobKeys(registration.jobId).spec, JSON.stringify(stored)).sadd(JOBS_INDEX, registration.jobId).exec();
   }
 
-  async loadSpec(jobId: string): Promise<Registration | null> {
+  async loadSpec(jobId: string): Promise<StoredSpec | null> {
     const raw = await this.redis.get(jobKeys(jobId).spec);
-    return raw ? (JSON.parse(raw) as Registration) : null;
+    return raw ? (JSON.parse(raw) as StoredSpec) : null;
   }
 
   async listJobs(): Promise<string[]> {
