@@ -29,6 +29,8 @@ export const MAX_STAGE_MICROBATCHES = 1 << 20;
 
 const EV_COMPLETE = 0;
 const EV_ARRIVE = 1;
+/** A stage's compute stream was stalled by a GPU-direct send (head-of-line blocking) until now. */
+const EV_UNSTALL = 2;
 const MEMORY_SLACK = 1e-9;
 
 /**
@@ -57,6 +59,8 @@ class Engine {
   private readonly inflight: Int32Array;
   private readonly peakInflight: Int32Array;
   private readonly linkFree: Float64Array;
+  private readonly servers: Array<Float64Array | undefined> = [];
+  private readonly stalledUntil: Float64Array;
   private readonly msg: { link: Int32Array; direction: Uint8Array; microbatch: Int32Array; sentMs: Float64Array; transferStartMs: Float64Array; arriveMs: Float64Array };
   private msgCount = 0;
   private readonly order: Int32Array[];
@@ -101,6 +105,7 @@ class Engine {
     this.inflight = new Int32Array(S);
     this.peakInflight = new Int32Array(S);
     this.linkFree = new Float64Array(2 * Math.max(0, S - 1));
+    this.stalledUntil = new Float64Array(S);
     const maxMsgs = 2 * N * Math.max(0, S - 1);
     this.msg = {
       link: new Int32Array(maxMsgs),
@@ -142,12 +147,19 @@ class Engine {
   }
 
   private apply(payload: number): void {
-    const type = payload & 1;
-    const index = payload >>> 1;
+    const type = payload & 3;
+    const index = payload >>> 2;
     const s = Math.floor(index / this.M);
     const code = index - s * this.M;
     if (type === EV_ARRIVE) {
       this.satisfy(s, code);
+      return;
+    }
+    if (type === EV_UNSTALL) {
+      if (this.now >= this.stalledUntil[s]) {
+        this.busy[s] = 0;
+        this.markDirty(s);
+      }
       return;
     }
     this.busy[s] = 0;
@@ -155,23 +167,54 @@ class Engine {
     this.markDirty(s);
     const kind = code % 3;
     const j = (code - kind) / 3;
+    let stall = this.now;
     if (kind === OP_F) {
-      if (s < this.S - 1) this.send(s, 0, j);
+      if (s < this.S - 1) stall = this.send(s, 0, j);
       this.satisfy(s, encodeOp(OP_B, j));
     } else if (kind === OP_B) {
       this.satisfy(s, encodeOp(OP_W, j));
-      if (s > 0) this.send(s - 1, 1, j);
+      if (s > 0) stall = this.send(s - 1, 1, j);
+    }
+    if (stall > this.now) {
+      // The send could not be launched: nothing behind it on this stage's stream runs until it is.
+      this.busy[s] = 1;
+      this.stalledUntil[s] = stall;
+      this.events.push(stall, (s * this.M << 2) | EV_UNSTALL);
     }
   }
 
-  /** Sends an activation (direction 0) or gradient (direction 1) over `link`, FIFO per direction. */
-  private send(link: number, direction: number, microbatch: number): void {
+  /**
+   * Sends an activation (direction 0) or gradient (direction 1) over `link`, FIFO per direction.
+   * Returns when the sender's stream may go on (later than now only under head-of-line blocking).
+   */
+  private send(link: number, direction: number, microbatch: number): number {
     const transfer = this.model.transferMs[link];
     const slot = 2 * link + direction;
     const t = this.now;
-    const txStart = transfer > 0 && this.linkFree[slot] > t ? this.linkFree[slot] : t;
-    if (transfer > 0) this.linkFree[slot] = txStart + transfer;
-    const arrive = txStart + transfer + this.model.linkMs[link];
+    let txStart: number;
+    let arrive: number;
+    let resume = t;
+    const transport = this.model.transport;
+    if (transport) {
+      const latency = this.model.linkMs[link] + (transport.extraDelayMs ? transport.extraDelayMs(link, t) : 0);
+      const queues = transport.delegateQueues[link];
+      const servers = queues > 0 ? queues : transport.gpuSlots[link];
+      txStart = t;
+      if (servers > 0) {
+        // The earliest-free sender resource of this direction takes the message.
+        const pool = this.serverPool(slot, servers);
+        let best = 0;
+        for (let k = 1; k < servers; k++) if (pool[k] < pool[best]) best = k;
+        txStart = Math.max(t, pool[best]);
+        pool[best] = txStart + transfer + latency;
+        if (queues === 0) resume = txStart;
+      }
+      arrive = txStart + transfer + latency;
+    } else {
+      txStart = transfer > 0 && this.linkFree[slot] > t ? this.linkFree[slot] : t;
+      if (transfer > 0) this.linkFree[slot] = txStart + transfer;
+      arrive = txStart + transfer + this.model.linkMs[link];
+    }
     const k = this.msgCount++;
     this.msg.link[k] = link;
     this.msg.direction[k] = direction;
@@ -181,7 +224,15 @@ class Engine {
     this.msg.arriveMs[k] = arrive;
     const target = direction === 0 ? link + 1 : link;
     const code = encodeOp(direction === 0 ? OP_F : OP_B, microbatch);
-    this.events.push(arrive, ((target * this.M + code) << 1) | EV_ARRIVE);
+    this.events.push(arrive, ((target * this.M + code) << 2) | EV_ARRIVE);
+    return resume;
+  }
+
+  /** Busy-until times of the sender resources of one link direction, allocated on first use. */
+  private serverPool(slot: number, servers: number): Float64Array {
+    let pool = this.servers[slot];
+    if (!pool || pool.length !== servers) pool = this.servers[slot] = new Float64Array(servers);
+    return pool;
   }
 
   private satisfy(s: number, code: number): void {
@@ -223,7 +274,8 @@ class Engine {
     const kind = code % 3;
     const index = s * this.M + code;
     const t = this.now;
-    const done = t + this.model.durations[s * 3 + kind];
+    const overhead = this.model.transport ? this.model.transport.copyOverhead[s] : 0;
+    const done = t + this.model.durations[s * 3 + kind] * (1 + overhead);
     this.start[index] = t;
     this.end[index] = done;
     this.busy[s] = 1;
@@ -237,7 +289,7 @@ class Engine {
       this.mem[s] += this.model.memDelta[s * 3 + kind];
       if (this.mem[s] > this.peakMem[s]) this.peakMem[s] = this.mem[s];
     }
-    this.events.push(done, (index << 1) | EV_COMPLETE);
+    this.events.push(done, (index << 2) | EV_COMPLETE);
   }
 
   private selectReplay(s: number): number {

@@ -3,12 +3,12 @@ import { EngineRun } from './engine-run.type';
 import { SimulationReport, Timeline } from './simulation-report.type';
 
 /** Summarises an engine run: busy and idle time per stage, bubble rate, peaks, optionally the full timeline. */
-export function summarizeRun(run: EngineRun, durations: Float64Array, withTimeline = false): SimulationReport {
+export function summarizeRun(run: EngineRun, durations: Float64Array, withTimeline = false, copyOverhead?: Float64Array): SimulationReport {
   const { stages, microbatches, iterationMs } = run;
   const stageBusyMs: number[] = [];
   let busyTotal = 0;
   for (let s = 0; s < stages; s++) {
-    const busy = microbatches * (durations[s * 3] + durations[s * 3 + 1] + durations[s * 3 + 2]);
+    const busy = microbatches * (durations[s * 3] + durations[s * 3 + 1] + durations[s * 3 + 2]) * (1 + (copyOverhead?.[s] ?? 0));
     stageBusyMs.push(busy);
     busyTotal += busy;
   }
