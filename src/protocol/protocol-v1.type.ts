@@ -48,6 +48,7 @@ export interface RankReport {
   rank: number;
   iteration: number;
   scheduleVersion: number;
+  iterationMs?: number;
   computeMs: { f: number; b: number; w: number };
   memory?: { devicePeakBytes?: number; hostPeakBytes?: number };
   links: LinkSample[];

@@ -144,9 +144,10 @@ export class IngestService {
     let evaluate = false;
     const now = Date.now();
     for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
-    await this.store.ack(stream, this.config.ingest.consumerGroup, entries.map((e) => e.id));
     const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
     if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
+    // Acknowledged only once fully handled (decision included): an entry left pending is redone, idempotently.
+    await this.store.ack(stream, this.config.ingest.consumerGroup, entries.map((e) => e.id));
   }
 
   private async handleRegistration(entry: StreamEntry): Promise<void> {
@@ -206,7 +207,7 @@ export class IngestService {
       return false;
     }
     job.counters.reports++;
-    job.noteIteration(report.rank, report.iteration, now);
+    job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
     this.metrics.ingestMessages.inc({ type: 'report', result: 'accepted' });
     return result.changed || (!job.committed && job.needsEvaluation);
   }

@@ -38,6 +38,7 @@ export class JobRuntime {
   /** When this replica took the job: a job that never reports again expires counting from here. */
   readonly adoptedAt = Date.now();
   private lastIterationAt = 0;
+  private measuredIterations = false;
   private chain: Promise<unknown> = Promise.resolve();
   readonly counters = { reports: 0, acks: 0, duplicates: 0, rejected: 0, prepares: 0, commits: 0, aborts: 0 };
 
@@ -61,14 +62,21 @@ export class JobRuntime {
     return run;
   }
 
-  /** Records a rank's progress; `live` is false for history replayed on adoption (progress, not liveness). */
-  noteIteration(rank: number, iteration: number, now: number, live = true): void {
+  /**
+   * Records a rank's progress; `live` is false for history replayed on adoption (progress, not
+   * liveness). A rank-measured iteration time is preferred over the arrival rate of reports.
+   */
+  noteIteration(rank: number, iteration: number, now: number, live = true, measuredMs?: number): void {
+    if (measuredMs !== undefined && measuredMs > 0) {
+      this.iterationMs = Number.isFinite(this.iterationMs) ? 0.8 * this.iterationMs + 0.2 * measuredMs : measuredMs;
+      this.measuredIterations = true;
+    }
     if (live) {
       this.lastSeenAt.set(rank, now);
       this.staleRanks.delete(rank);
     }
     if (iteration > this.maxIteration) {
-      if (live && this.maxIteration >= 0 && this.lastIterationAt > 0) {
+      if (live && !this.measuredIterations && this.maxIteration >= 0 && this.lastIterationAt > 0) {
         const per = (now - this.lastIterationAt) / (iteration - this.maxIteration);
         this.iterationMs = Number.isFinite(this.iterationMs) ? 0.8 * this.iterationMs + 0.2 * per : per;
       }
