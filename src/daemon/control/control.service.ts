@@ -25,7 +25,11 @@ export class ControlService {
 
   private async step(job: JobRuntime, now: number): Promise<void> {
     await this.publisher.expire(job, now);
-    if (job.handshake) return; // one switch at a time; the next step re-decides after it ends
+    if (job.handshake) {
+      // One switch at a time: what changed meanwhile is decided once this one ends.
+      job.needsEvaluation = true;
+      return;
+    }
     const started = performance.now();
     const snapshot = job.detector.snapshot();
     const input = job.controlInput(snapshot);

@@ -118,11 +118,14 @@ export class SchedulePublisher {
     this.metrics.delegatedRanks.set({ job: job.jobId }, schedule.delegation.length);
   }
 
-  /** Enough iterations for every rank to hear of the prepare, from the measured iteration time. */
+  /**
+   * Enough iterations for every rank to hear of the prepare, from the measured iteration time;
+   * doubled after each consecutive abort, so a rank that hears late (refused: "late") gets there.
+   */
   private leadIterations(job: JobRuntime): number {
     const { minLeadIterations, leadMs } = this.config.handshake;
-    if (!(job.iterationMs > 0)) return minLeadIterations;
-    return Math.max(minLeadIterations, Math.min(1000, Math.ceil(leadMs / job.iterationMs)));
+    const base = job.iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / job.iterationMs)) : minLeadIterations;
+    return Math.min(1000, base * 2 ** Math.min(job.abortStreak, 6));
   }
 
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
