@@ -10,9 +10,12 @@ import { join } from 'node:path';
 import { ControlEvent, PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { REJECTED_REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { FakeJob, waitFor } from './support/fake-job';
-import { REDIS_URL, startDaemon, testConfig } from './support/test-daemon';
+import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
+import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
 
+const REDIS_URL = redisUrlFor(12);
 const redis = new Redis(REDIS_URL);
+const config = (overrides?: (c: PipemorphConfig) => void) => testConfig(overrides, REDIS_URL);
 const run = `${process.pid}-${Date.now().toString(36)}`;
 let daemon: { app: INestApplication; url: string } | null = null;
 const jobs: FakeJob[] = [];
@@ -61,7 +64,7 @@ afterAll(async () => {
 
 describe('daemon: detect, re-plan, publish', () => {
   it('absorbs a slow pipeline link with more slackness and delegation, and recovers', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('straggler');
     await job.register();
     const initial = await waitFor('the initial schedule', () => job.committed());
@@ -110,7 +113,7 @@ describe('daemon: detect, re-plan, publish', () => {
   });
 
   it('switches a failed NIC to delegation at once', async () => {
-    daemon = await startDaemon(testConfig((c) => (c.control.minReplanIntervalMs = 60000)));
+    daemon = await startDaemon(config((c) => (c.control.minReplanIntervalMs = 60000)));
     const job = newJob('nic');
     await job.register();
     const initial = await waitFor('the initial schedule', () => job.committed());
@@ -133,7 +136,7 @@ describe('daemon: switching handshake', () => {
   }
 
   it('commits only after the slowest rank acknowledges', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('slow-rank');
     job.ackPolicy.set(3, 'ignore');
     const initial = await straggle(job);
@@ -155,7 +158,7 @@ describe('daemon: switching handshake', () => {
   });
 
   it('lets a restarted rank catch up from the pending schedule', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('restart');
     job.ackPolicy.set(2, 'ignore'); // rank 2 "crashed" before it saw the prepare
     const initial = await straggle(job);
@@ -169,7 +172,7 @@ describe('daemon: switching handshake', () => {
   });
 
   it('aborts when a rank never acknowledges, then prepares a new version later', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('never-ack');
     job.ackPolicy.set(1, 'ignore');
     const initial = await straggle(job);
@@ -187,7 +190,7 @@ describe('daemon: switching handshake', () => {
   });
 
   it('refuses to switch late: a rank past the effective iteration aborts the prepare', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('late');
     job.ackPolicy.set(0, 'refuse');
     await straggle(job);
@@ -198,7 +201,7 @@ describe('daemon: switching handshake', () => {
 
 describe('daemon: bad input and restarts', () => {
   it('rejects bad messages with a reason and keeps processing the rest', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('bad-input');
     await job.register();
     await waitFor('the initial schedule', () => job.committed());
@@ -231,7 +234,7 @@ describe('daemon: bad input and restarts', () => {
   });
 
   it('loses no report across a restart and never publishes a duplicate or conflicting version', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('restart-daemon');
     job.ackPolicy.set(0, 'ignore'); // keeps the first daemon's prepare open until it stops
     await job.register();
@@ -247,7 +250,7 @@ describe('daemon: bad input and restarts', () => {
     await stopDaemon(); // mid-handshake
     for (let k = 0; k < 5; k++) await job.reportIteration(); // reports while no daemon runs
     job.ackPolicy.delete(0);
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     await iterate(job, async () => !!(await committedAfter(job, initial.version)), 300);
     const detail = await waitFor('every report processed by one of the two daemons', async () => {
       const d = await json(await fetch(`${daemon!.url}/jobs/${job.options.jobId}`));
@@ -269,7 +272,7 @@ describe('daemon: bad input and restarts', () => {
 
 describe('daemon: re-registration', () => {
   it('resets the job when it registers again (resumed from a checkpoint) and keeps its schedule', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('resume');
     await job.register();
     const initial = await waitFor('the initial schedule', () => job.committed());
@@ -295,7 +298,7 @@ describe('daemon: re-registration', () => {
 
 describe('daemon: crashed consumer', () => {
   it('claims and processes entries a crashed consumer left unacknowledged', async () => {
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const job = newJob('crash');
     await job.register();
     await waitFor('the initial schedule', () => job.committed());
@@ -305,7 +308,7 @@ describe('daemon: crashed consumer', () => {
     const delivered = (await redis.xreadgroup('GROUP', 'pipemorph', 'crashed-replica', 'COUNT', 100, 'STREAMS', job.keys.reports, '>')) as Array<[string, unknown[]]>;
     expect(delivered[0][1]).toHaveLength(12);
     expect((await redis.xpending(job.keys.reports, 'pipemorph'))[0]).toBe(12);
-    daemon = await startDaemon();
+    daemon = await startDaemon(config());
     const detail = await waitFor('the claimed reports', async () => {
       const d = await json(await fetch(`${daemon!.url}/jobs/${job.options.jobId}`));
       return d.counters?.reports === 12 && d;

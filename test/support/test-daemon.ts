@@ -7,10 +7,20 @@ import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/**
+ * Each test file that starts daemons uses its own Redis database: daemons started by files that
+ * Jest runs in parallel would otherwise act as replicas of one deployment and take each other's jobs.
+ */
+export function redisUrlFor(db: number): string {
+  const url = new URL(REDIS_URL);
+  url.pathname = `/${db}`;
+  return url.toString();
+}
+
 /** The shipped defaults with timings shrunk so tests run in seconds. */
-export function testConfig(overrides: (c: PipemorphConfig) => void = () => undefined): PipemorphConfig {
+export function testConfig(overrides: (c: PipemorphConfig) => void = () => undefined, redisUrl = REDIS_URL): PipemorphConfig {
   const config = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
-  config.redis.url = REDIS_URL;
+  config.redis.url = redisUrl;
   config.http.port = 0;
   config.http.host = '127.0.0.1';
   config.ingest.blockMs = 50;

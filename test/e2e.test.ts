@@ -1,0 +1,75 @@
+/**
+ * End to end: the real daemon, emulated ranks speaking protocol v1 over a real Redis, virtual time.
+ */
+import { INestApplication } from '@nestjs/common';
+import Redis from 'ioredis';
+import { stepDelay } from '../src/emulator/delay/step-delay';
+import { DEFAULT_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
+import { RankGroup } from '../src/emulator/rank-group';
+import { uniform4 } from '../src/emulator/scenarios';
+import { runStaticPolicy } from '../src/emulator/static-policy';
+import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
+import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
+
+const REDIS_URL = redisUrlFor(13);
+const redis = new Redis(REDIS_URL);
+const config = (overrides?: (c: PipemorphConfig) => void) => testConfig(overrides, REDIS_URL);
+let daemon: { app: INestApplication; url: string } | null = null;
+const groups: RankGroup[] = [];
+
+afterEach(async () => {
+  await daemon?.app.close();
+  daemon = null;
+  for (const g of groups.splice(0)) await g.cleanup();
+});
+
+afterAll(async () => {
+  await redis.quit();
+});
+
+const mean = (xs: IterationResult[]) => xs.reduce((a, r) => a + r.iterationMs, 0) / xs.length;
+/** 30 ms on link 2-3 of the paper's 4-stage pipeline from iteration 10 to 50. */
+const straggler = () => stepDelay([{ fromIteration: 10, links: [2], delayMs: 30 }, { fromIteration: 50, links: [2], delayMs: 0 }]);
+
+async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number } = {}): Promise<RankGroup> {
+  const job = new EmulatedJob(`test-e2e-${name}-${process.pid}-${Date.now().toString(36)}`, uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 });
+  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: [8, 8, 8, 8], hostActivations: 64, ...options });
+  groups.push(group);
+  await group.register();
+  await group.connect();
+  for (let i = 0; i < 80; i++) await group.step();
+  return group;
+}
+
+describe('daemon + emulated job', () => {
+  it('beats static ZeroBubble under a 30 ms straggler, returns to the initial plan, never mixes versions', async () => {
+    daemon = await startDaemon(config((c) => (c.handshake.leadMs = 2000)));
+    const group = await runJob('main');
+    const h = group.history;
+    expect(h.filter((x) => new Set(x.versions).size > 1)).toEqual([]);
+    const versions = [...new Set(h.map((x) => x.versions[0]))];
+    expect(versions.length).toBeGreaterThanOrEqual(3); // initial -> adapted -> initial again
+
+    const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
+    expect(adaptedFrom).toBeGreaterThan(10);
+    expect(adaptedFrom).toBeLessThan(30);
+    const adapted = h.slice(adaptedFrom, 50);
+    const staticZb = runStaticPolicy(new EmulatedJob('static', uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 }), 'zb-static', 50).slice(adaptedFrom, 50);
+    const pipemorphMs = adapted.reduce((a, x) => a + x.iterationMs, 0) / adapted.length;
+    expect(pipemorphMs).toBeLessThan(mean(staticZb) * 0.9);
+
+    const final = JSON.parse((await redis.get(group.keys.schedule))!);
+    expect(final.reason.kind).toBe('recovery');
+    expect(final.delegation).toEqual([]);
+    const first = group.agreedVersion(0);
+    expect(final.pipelines[0].warmup).toEqual(first.pipelines[0].warmup);
+    expect(h[h.length - 1].versions[0]).toBe(final.version);
+  });
+
+  it('switches every rank at the same iteration even when one rank hears of schedules late', async () => {
+    daemon = await startDaemon(config((c) => (c.handshake.leadMs = 2000)));
+    const group = await runJob('slow-rank', { slowRanks: [5], slowEvery: 4 });
+    expect(group.history.filter((x) => new Set(x.versions).size > 1)).toEqual([]);
+    expect(new Set(group.history.map((x) => x.versions[0])).size).toBeGreaterThanOrEqual(2);
+  });
+});
