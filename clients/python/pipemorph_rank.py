@@ -131,18 +131,20 @@ class PipemorphRank:
 
     def report(self, iteration: int, schedule_version: int, f_ms: float, b_ms: float, w_ms: float,
                links: List[Dict[str, Any]], memory: Optional[Dict[str, float]] = None,
-               delegation: Optional[Dict[str, Any]] = None) -> str:
+               delegation: Optional[Dict[str, Any]] = None, iteration_ms: Optional[float] = None) -> str:
         """XADD <reports> MAXLEN ~ 100000 * m <report>; returns the entry id.
 
         f/b/w: median op times of this iteration (ms). links: see link(). memory:
-        {"devicePeakBytes", "hostPeakBytes"}; delegation: {"enabled", "sendQueues", "recvQueues"}.
+        {"devicePeakBytes", "hostPeakBytes"}; delegation: {"enabled", "sendQueues", "recvQueues"};
+        iteration_ms: the iteration's duration (lets the daemon pick how far ahead to switch).
         """
         message: Dict[str, Any] = {
             "type": "report", "protocol": PROTOCOL, "jobId": self.job_id, "rank": self.rank,
             "iteration": iteration, "scheduleVersion": schedule_version,
             "computeMs": {"f": f_ms, "b": b_ms, "w": w_ms}, "links": list(links),
         }
-        message.update({k: v for k, v in (("memory", memory), ("delegation", delegation)) if v is not None})
+        extra = (("memory", memory), ("delegation", delegation), ("iterationMs", iteration_ms))
+        message.update({k: v for k, v in extra if v is not None})
         message["sentAt"] = round(time.time() * 1000, 3)
         return _text(self.redis.xadd(self.reports_key, {MESSAGE_FIELD: _dumps(message)},
                                      maxlen=REPORTS_MAXLEN, approximate=True))
