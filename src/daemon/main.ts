@@ -1,4 +1,7 @@
 import 'reflect-metadata';
+// Tracing starts before the application is built.
+import { startTracing } from './tracing/start-tracing';
+const tracing = startTracing();
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 import { ConfigError, loadConfig } from './config/load-config';
@@ -17,6 +20,7 @@ export async function bootstrap(): Promise<void> {
   }
   const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
   app.enableShutdownHooks();
+  if (tracing) process.once('beforeExit', () => void tracing.shutdown());
   await app.listen(config.http.port, config.http.host);
 }
 

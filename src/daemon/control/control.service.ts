@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { Span } from '@opentelemetry/api';
 import { decideControl } from '../../core/control/job-controller';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -6,6 +7,7 @@ import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.ty
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
+import { inSpan } from '../tracing/tracer';
 
 /**
  * One control step for a job: detection snapshot -> decision (pure core) -> publish.
@@ -20,10 +22,10 @@ export class ControlService {
   ) {}
 
   evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
-    return job.serialize(() => this.step(job, now));
+    return job.serialize(() => inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span)));
   }
 
-  private async step(job: JobRuntime, now: number): Promise<void> {
+  private async step(job: JobRuntime, now: number, span: Span): Promise<void> {
     await this.publisher.expire(job, now);
     if (job.handshake) {
       // One switch at a time: what changed meanwhile is decided once this one ends.
@@ -41,6 +43,13 @@ export class ControlService {
       return;
     }
     const outcome = decideControl(input, this.config.control);
+    const slow = input.links.filter((l) => l.straggler);
+    span.setAttributes({
+      'pipemorph.stragglers': slow.length,
+      'pipemorph.links': slow.map((l) => `dp${l.dp}:${l.link}+${l.extraMs.toFixed(1)}ms`).join(' '),
+      'pipemorph.schedule_version': job.committed?.version ?? 0,
+      'pipemorph.decision': outcome.decision?.kind ?? 'none',
+    });
     this.metrics.planningDuration.observe((performance.now() - started) / 1000);
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
@@ -77,7 +86,10 @@ export class ControlService {
   private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {
     const worst = new Map<number, number>();
     for (const l of snapshot.pipelineLinks) worst.set(l.link, Math.max(worst.get(l.link) ?? 0, l.extraMs));
-    for (const [link, ms] of worst) this.metrics.linkExtraDelay.set({ job: job.jobId, link: String(link) }, ms / 1000);
+    for (const [link, ms] of worst) {
+      this.metrics.linkExtraDelay.set({ job: job.jobId, link: String(link) }, ms / 1000);
+      this.metrics.linkExtraDelayObserved.observe({ job: job.jobId, link: String(link) }, ms / 1000);
+    }
     this.metrics.stragglers.set({ job: job.jobId, kind: 'pipeline' }, snapshot.pipelineLinks.filter((l) => l.straggler).length);
     this.metrics.stragglers.set({ job: job.jobId, kind: 'data_parallel' }, snapshot.dataParallelLinks.filter((l) => l.straggler).length);
     this.metrics.stragglers.set({ job: job.jobId, kind: 'compute' }, snapshot.compute.filter((c) => c.straggler).length);

@@ -11,6 +11,7 @@ import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore, StreamEntry } from '../store/job-store.repository';
+import { inSpan } from '../tracing/tracer';
 
 function toObservation(l: LinkSample): LinkObservation {
   return { peer: l.peer, kind: l.kind, bytes: l.bytes, medianMs: l.medianMs, maxMs: l.maxMs, delegated: l.delegated, error: l.error ?? null };
@@ -141,13 +142,19 @@ export class IngestService {
     }
     const job = this.registry.forStream(stream);
     if (!job) return; // lost the job meanwhile: leave the entries pending for the new owner
-    let evaluate = false;
-    const now = Date.now();
-    for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
-    const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
-    if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
-    // Acknowledged only once fully handled (decision included): an entry left pending is redone, idempotently.
-    await this.store.ack(stream, this.config.ingest.consumerGroup, entries.map((e) => e.id));
+    // One span per control pass: ingest of the batch -> detection and planning -> publish.
+    await inSpan('pipemorph.control_pass', { 'pipemorph.job': job.jobId, 'pipemorph.entries': entries.length }, async () => {
+      let evaluate = false;
+      const now = Date.now();
+      await inSpan('pipemorph.ingest', { 'pipemorph.job': job.jobId }, async (span) => {
+        for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
+        span.setAttribute('pipemorph.reports_total', job.counters.reports);
+      });
+      const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
+      if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
+      // Acknowledged only once fully handled (decision included): an entry left pending is redone, idempotently.
+      await this.store.ack(stream, this.config.ingest.consumerGroup, entries.map((e) => e.id));
+    });
   }
 
   private async handleRegistration(entry: StreamEntry): Promise<void> {

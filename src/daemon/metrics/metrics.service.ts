@@ -23,6 +23,19 @@ export class MetricsService {
     labelNames: ['job'] as const,
     registers: [this.registry],
   });
+  readonly ingestLag = new Gauge({
+    name: 'pipemorph_ingest_lag_entries',
+    help: 'Entries of a job reports stream not yet delivered to the consumer group.',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly linkExtraDelayObserved = new Histogram({
+    name: 'pipemorph_link_extra_delay_observed_seconds',
+    help: 'Extra one-way delay of a pipeline link over its baseline, observed at each control step (max over replicas).',
+    labelNames: ['job', 'link'] as const,
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1],
+    registers: [this.registry],
+  });
   readonly linkExtraDelay = new Gauge({
     name: 'pipemorph_link_extra_delay_seconds',
     help: 'Estimated extra one-way delay of a pipeline link over its healthy baseline (max over data-parallel replicas).',
@@ -68,8 +81,11 @@ export class MetricsService {
 
   /** Drops every series of a job this replica no longer owns (label sets are known from the job's shape). */
   forgetJob(jobId: string, stages: number): void {
-    for (const metric of [this.pendingEntries, this.scheduleVersion, this.handshakeOpen, this.delegatedRanks, this.staleRanks]) metric.remove({ job: jobId });
-    for (let link = 0; link + 1 < stages; link++) this.linkExtraDelay.remove({ job: jobId, link: String(link) });
+    for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.handshakeOpen, this.delegatedRanks, this.staleRanks]) metric.remove({ job: jobId });
+    for (let link = 0; link + 1 < stages; link++) {
+      this.linkExtraDelay.remove({ job: jobId, link: String(link) });
+      this.linkExtraDelayObserved.remove({ job: jobId, link: String(link) });
+    }
     for (const kind of ['pipeline', 'data_parallel', 'compute']) this.stragglers.remove({ job: jobId, kind });
     for (const schedule of ['current', 'static']) this.predictedIteration.remove({ job: jobId, schedule });
   }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { formatSchedule } from '../../core/pipeline/schedule';
 import { Ack, ControlEvent, PublishedSchedule } from '../../protocol/protocol-v1.type';
@@ -7,6 +7,7 @@ import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.ty
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
+import { currentTraceId, inSpan } from '../tracing/tracer';
 
 const MAX_BACKOFF_MS = 30000;
 
@@ -36,12 +37,17 @@ export class SchedulePublisher {
   }
 
   /** Starts a switch to the decided schedule. */
-  async prepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
+  prepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
+    return inSpan('pipemorph.publish', { 'pipemorph.job': job.jobId, 'pipemorph.reason': decision.kind, 'pipemorph.step': 'prepare' }, () => this.doPrepare(job, decision, now));
+  }
+
+  private async doPrepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     if (job.handshake) return;
     const lead = this.leadIterations(job);
     const effectiveIteration = Math.max(0, job.maxIteration) + lead;
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
+    trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
     const result = await this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen);
     this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
     if (result !== 'ok') {
@@ -153,7 +159,7 @@ export class SchedulePublisher {
         detail: decision.detail,
       },
       prediction: { previousMs: decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
-      traceId: randomBytes(16).toString('hex'),
+      traceId: currentTraceId(),
     };
   }
 

@@ -34,6 +34,8 @@ export interface JobStore {
   /** The newest entries (oldest first, at most maxEntries) the group has delivered and that were acknowledged before the first pending one: a job's recent history. */
   delivered(stream: string, group: string, maxEntries: number): Promise<StreamEntry[]>;
   pendingCount(stream: string, group: string): Promise<number>;
+  /** Entries not yet delivered to the group (0 when unknown). */
+  groupLag(stream: string, group: string): Promise<number>;
   /** Keeps a bad message for inspection with the reason it was refused. */
   reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void>;
   trim(stream: string, maxLen: number): Promise<void>;

@@ -90,6 +90,16 @@ export class RedisJobStore implements JobStore {
     return entries.reverse().map(([id, fields]) => ({ id, message: messageOf(fields) }));
   }
 
+  async groupLag(stream: string, group: string): Promise<number> {
+    try {
+      const groups = (await this.redis.xinfo('GROUPS', stream)) as Array<Array<string | number | null>>;
+      const info = groups.find((g) => g[g.indexOf('name') + 1] === group);
+      return info ? Number(info[info.indexOf('lag') + 1] ?? 0) : 0;
+    } catch {
+      return 0;
+    }
+  }
+
   async pendingCount(stream: string, group: string): Promise<number> {
     try {
       const reply = (await this.redis.xpending(stream, group)) as [number, ...unknown[]];

@@ -43,6 +43,7 @@ export class MaintenanceService {
         await this.ingest.claimIdle(job.jobId);
         await this.store.trim(stream, this.config.ingest.streamMaxLen);
         this.metrics.pendingEntries.set({ job: job.jobId }, await this.store.pendingCount(stream, this.config.ingest.consumerGroup));
+        this.metrics.ingestLag.set({ job: job.jobId }, await this.store.groupLag(stream, this.config.ingest.consumerGroup));
         await this.control.evaluate(this.registry.get(job.jobId) ?? job, now);
       } catch (error) {
         this.logger.error(`maintenance of job ${job.jobId} failed: ${(error as Error).message}`);
