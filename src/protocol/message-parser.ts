@@ -54,6 +54,7 @@ export function parseRegistration(raw: string | null): Registration {
   checkPerStage('computeMs.fMs', r.computeMs?.fMs, r.stages);
   checkPerStage('computeMs.bMs', r.computeMs?.bMs, r.stages);
   checkPerStage('computeMs.wMs', r.computeMs?.wMs, r.stages);
+  checkPerStage('dataParallel.gradientBytes', r.dataParallel?.gradientBytes, r.stages);
   const expected = r.stages * r.dp * r.tp;
   if (r.ranks.length !== expected) throw new ProtocolError(`registration lists ${r.ranks.length} ranks, stages x dp x tp = ${expected}`);
   const ids = new Set<number>();

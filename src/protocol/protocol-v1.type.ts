@@ -11,6 +11,8 @@ export interface RankCoordinates {
   pp: number;
   tp: number;
   node: string;
+  /** Failure/network domain of the node (rack, leaf switch or datacenter): a slow link between two domains slows every pair across them. */
+  locality?: string;
 }
 
 export interface Registration {
@@ -25,6 +27,17 @@ export interface Registration {
   memory: { deviceBytes: number[]; activationBytes: number[]; hostBytes: number };
   computeMs?: { fMs: number[]; bMs: number[]; wMs: number[] };
   network?: { nominalGBps?: number; latencyMs?: number };
+  /** The data-parallel all-reduce, for pricing slow data-parallel links and re-mapping ranks away from them. */
+  dataParallel?: DataParallelSpec;
+}
+
+export interface DataParallelSpec {
+  /** Per stage: gradient bytes each rank all-reduces per iteration. */
+  gradientBytes: number[];
+  /** Bytes per ring message (default 4 MiB). */
+  chunkBytes?: number;
+  /** Ring messages in flight per link (default 8). */
+  inflightChunks?: number;
 }
 
 export type LinkKind = 'pipeline' | 'data-parallel';
@@ -83,7 +96,19 @@ export interface DelegationToggle {
   recvQueues: number;
 }
 
-export type ReasonKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'compute';
+export type ReasonKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'compute' | 'remap';
+
+/** Where every rank sits once a schedule is in force, when that differs from the registration (docs/protocol.md sec. 5.5). */
+export interface TopologyAssignment {
+  /** Topology version: 1 for the first re-mapping, +1 for each one after; a rank rebuilds its communicators when it changes. */
+  version: number;
+  /** Every rank of the job with its (dp, pp); the TP ranks of a node move with it. */
+  ranks: Array<{ rank: number; dp: number; pp: number }>;
+  /** Per stage, the data-parallel ring order as dp indices. */
+  rings: number[][];
+  /** Ranks whose stage changes with this topology version: they load that stage's weights and optimizer state first. */
+  moved: number[];
+}
 
 export interface ReasonLink {
   kind: LinkKind;
@@ -108,6 +133,8 @@ export interface PublishedSchedule {
   reason: { kind: ReasonKind; links: ReasonLink[]; detail: string };
   prediction: { previousMs: number | null; newMs: number; staticMs?: number };
   traceId?: string;
+  /** Present once the job has been re-mapped away from its registration layout. */
+  topology?: TopologyAssignment;
 }
 
 export interface ControlEvent {
