@@ -2,6 +2,7 @@ import { DetectorConfig } from './detector-config.type';
 import { DataParallelLinkState, LinkError, LinkObservation } from './detection.type';
 import { Hysteresis } from './hysteresis';
 import { medianInPlace } from './median-select';
+import { NominalNetwork } from './pipeline-link-tracker';
 import { SlidingWindow } from './sliding-window';
 
 /** Fewer links than this give no meaningful "typical" data-parallel link. */
@@ -15,6 +16,10 @@ class DataParallelLink {
   observations = 0;
   nicFailure = false;
   lastError: LinkError = null;
+  /** Lowest window median once the window is warm: the link's own healthy level. */
+  learned = Number.NaN;
+  /** Latency plus one message at nominal bandwidth, ms (NaN without a nominal network). */
+  nominal = Number.NaN;
 
   constructor(
     readonly from: number,
@@ -27,9 +32,13 @@ class DataParallelLink {
 }
 
 /**
- * Directed data-parallel links, judged against the job-wide median of their window medians.
- * That median costs O(links) to compute, so it is cached: with 10k links it is refreshed
- * about once per round of samples, which keeps observe() O(1) amortized.
+ * Directed data-parallel links, each judged against the lowest of three healthy references:
+ * the job-wide median of the links' window medians (a link slower than its peers), its own
+ * learned baseline (a link slower than it used to be) and the nominal network (a link slower
+ * than the fabric should be). The last two catch what peers cannot: a slow boundary that every
+ * ring crosses, such as replicas placed in two racks or two datacenters. The peer median costs
+ * O(links), so it is cached: with 10k links it is refreshed about once per round of samples,
+ * which keeps observe() O(1) amortized.
  */
 export class DataParallelLinkTracker {
   /** Per sending rank (index), its outgoing links sorted by the receiving rank's number; usually two (ring). */
@@ -45,6 +54,7 @@ export class DataParallelLinkTracker {
     private readonly config: DetectorConfig,
     private readonly rankOf: ArrayLike<number>,
     private readonly ppOf: ArrayLike<number>,
+    private readonly network: NominalNetwork | null = null,
   ) {
     this.outgoing = Array.from({ length: rankOf.length }, () => []);
   }
@@ -69,9 +79,16 @@ export class DataParallelLinkTracker {
       this.active++;
       return true;
     }
-    if (sample.medianMs >= 0 && sample.medianMs < Infinity) link.window.add(sample.medianMs);
+    if (link.nominal !== link.nominal && this.network && sample.bytes >= 0) link.nominal = this.network.latencyMs + sample.bytes / (this.network.gbps * 1e6);
+    if (sample.medianMs >= 0 && sample.medianMs < Infinity) {
+      link.window.add(sample.medianMs);
+      if (link.window.size >= this.config.baselineWarmup) {
+        const m = link.window.median();
+        if (!(m >= link.learned)) link.learned = m;
+      }
+    }
     if (++this.sinceRefresh >= this.refreshInterval()) this.refresh();
-    const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link.window.median()));
+    const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link, link.window.median()));
     if (flipped) this.active += link.hysteresis.active ? 1 : -1;
     let changed = flipped;
     if (link.nicFailure && !link.hysteresis.active) {
@@ -102,11 +119,14 @@ export class DataParallelLinkTracker {
     for (let k = 0; k < byRankNumber.length; k++) {
       for (const link of this.outgoing[byRankNumber[k]]) {
         const medianMs = link.window.median();
+        const baselineMs = this.reference(link);
         out.push({
           fromRank: this.rankOf[link.from],
           toRank: this.rankOf[link.to],
           pp: this.ppOf[link.from],
           medianMs,
+          baselineMs,
+          extraMs: medianMs > baselineMs ? medianMs - baselineMs : 0,
           peerMedianMs,
           ratio: peerMedianMs > 0 ? medianMs / peerMedianMs : Number.NaN,
           samples: link.observations,
@@ -125,10 +145,17 @@ export class DataParallelLinkTracker {
     return this.peerCount >= MIN_PEERS ? Math.max(REFRESH_SAMPLES, n) : Math.min(REFRESH_SAMPLES, n);
   }
 
-  private isBad(median: number): boolean {
-    if (this.peerCount < MIN_PEERS) return false;
-    const peer = this.peerMedian;
-    return median > this.config.dpSlowRatio * peer && median - peer > this.config.minExtraMs;
+  /** The healthy level a link is judged against: the lowest known of peers, its own past, the nominal network (NaN if none). */
+  private reference(link: DataParallelLink): number {
+    let ref = this.peerCount >= MIN_PEERS ? this.peerMedian : Number.NaN;
+    if (link.learned < ref || ref !== ref) ref = link.learned;
+    if (link.nominal < ref || ref !== ref) ref = link.nominal;
+    return ref;
+  }
+
+  private isBad(link: DataParallelLink, median: number): boolean {
+    const ref = this.reference(link);
+    return median > this.config.dpSlowRatio * ref && median - ref > this.config.minExtraMs;
   }
 
   private find(from: number, to: number): DataParallelLink {

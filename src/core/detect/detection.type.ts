@@ -64,6 +64,10 @@ export interface DataParallelLinkState {
   toRank: number;
   pp: number;
   medianMs: number;
+  /** Healthy level: the lowest of the peer median, the link's learned baseline and the nominal network, ms (NaN if none). */
+  baselineMs: number;
+  /** Extra delay of the window median over the baseline, ms (0 when unknown). */
+  extraMs: number;
   /** Median over all data-parallel links of the job of their window medians, ms. */
   peerMedianMs: number;
   /** medianMs / peerMedianMs (NaN when either is unknown). */

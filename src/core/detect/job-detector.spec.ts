@@ -426,6 +426,28 @@ describe('JobDetector: data-parallel links', () => {
     expect(r.detector.activeStragglerCount()).toBe(0);
   });
 
+  it('finds every ring slow at once (a slow boundary all rings cross) against the links\' own baselines', () => {
+    const r = job(4, 2); // 8 directed links, all of them about to slow down: peers cannot tell
+    r.run(12);
+    r.dpMs = () => 50;
+    r.run(8); // the window median (16 samples) has not turned yet
+    expect(r.detector.snapshot().dataParallelLinks.some((l) => l.straggler)).toBe(false);
+    r.run(4); // turned, and held for enterAfter samples
+    const s = r.detector.snapshot();
+    expect(s.dataParallelLinks.every((l) => l.straggler)).toBe(true);
+    expect(s.dataParallelLinks[0]).toMatchObject({ medianMs: 50, baselineMs: 20, extraMs: 30 });
+  });
+
+  it('finds links slow from the first iteration against the nominal network', () => {
+    const r = job(4, 2, {}, { latencyMs: 5, gbps: 10 }); // 5 ms + 6e7 bytes at 10 GB/s = 11 ms
+    r.dpMs = () => 40;
+    r.run(5);
+    const s = r.detector.snapshot();
+    expect(s.dataParallelLinks.every((l) => l.straggler)).toBe(true);
+    expect(s.dataParallelLinks[0].baselineMs).toBeCloseTo(11, 9);
+    expect(s.dataParallelLinks[0].extraMs).toBeCloseTo(29, 9);
+  });
+
   it('takes a NIC failure on a data-parallel link at once', () => {
     const r = job(2, 4);
     r.run(5);

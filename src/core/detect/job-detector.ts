@@ -66,7 +66,7 @@ export class JobDetector {
     const gbps = nominal?.gbps ?? Number.NaN;
     const network: NominalNetwork | null = nominal && gbps > 0 && latencyMs >= 0 ? { latencyMs, gbps } : null;
     this.pipeline = new PipelineLinkTracker(config, stages, dpSize, network);
-    this.dataParallel = new DataParallelLinkTracker(config, this.rankOf, this.ppOf);
+    this.dataParallel = new DataParallelLinkTracker(config, this.rankOf, this.ppOf, network);
     this.compute = new RankComputeTracker(config, stages, dpSize, this.ppOf);
   }
 
