@@ -1,6 +1,21 @@
 import { DelegationPlan, PipelineGroupPlan } from './control-input.type';
 
-export type DecisionKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure';
+export type DecisionKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'remap';
+
+/** A new placement of the job's nodes (kind 'remap'). */
+export interface TopologyChange {
+  /** Reporting rank at slot (dp, pp): rankAt[dp * stages + pp]. */
+  rankAt: number[];
+  /** Per stage, the data-parallel ring order (dp indices). */
+  rings: number[][];
+  /** Reporting ranks whose stage changes. */
+  movedRanks: number[];
+  /** Predicted iteration time (all-reduce included) staying put and after the move, and the one-off migration cost, ms. */
+  stayMs: number;
+  newMs: number;
+  migrationMs: number;
+  search: { method: 'exact' | 'local-search'; evaluations: number; elapsedMs: number };
+}
 
 /** A schedule worth publishing, with the evidence for it. */
 export interface ControlDecision {
@@ -14,6 +29,10 @@ export interface ControlDecision {
   predictedNewMs: number;
   /** Predicted iteration time of the initial plan under current delays, ms. */
   predictedStaticMs: number;
+  /** Slow data-parallel links the decision answers (kind 'remap'). */
+  dataParallelLinks?: Array<{ fromRank: number; toRank: number; extraMs: number }>;
+  /** Set for kind 'remap'. */
+  topology?: TopologyChange;
   /** Whether the op lists changed (false: delegation toggles only). */
   reschedule: boolean;
   detail: string;

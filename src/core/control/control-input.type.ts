@@ -1,4 +1,5 @@
 import { Schedule } from '../pipeline/schedule.type';
+import { AllReduceModel } from '../topology/topology.type';
 
 /** One pipeline link of one data-parallel replica, as the detector sees it now. */
 export interface PipelineLinkView {
@@ -28,6 +29,30 @@ export interface DelegationPlan {
   recvQueues: number;
 }
 
+/** One directed data-parallel ring link, as the detector sees it now. */
+export interface DataParallelLinkView {
+  fromRank: number;
+  toRank: number;
+  /** Extra delay over the link's healthy level, ms. */
+  extraMs: number;
+  straggler: boolean;
+}
+
+/** Where the job's nodes sit now and what their data-parallel links do: what a re-map needs. */
+export interface TopologyView {
+  /** Reporting rank at slot (dp, pp): rankAt[dp * stages + pp]. */
+  rankAt: number[];
+  /** Per stage, the data-parallel ring order (dp indices). */
+  rings: number[][];
+  /** Locality (rack, datacenter) of reporting ranks, where known. */
+  localityOf: ReadonlyMap<number, string>;
+  /** The all-reduce; null when the job did not describe it (then it is never re-mapped). */
+  allReduce: AllReduceModel | null;
+  dataParallelLinks: DataParallelLinkView[];
+  /** False while the last re-map is too recent. */
+  remapAllowed: boolean;
+}
+
 export interface JobControlInput {
   stages: number;
   microbatches: number;
@@ -41,6 +66,8 @@ export interface JobControlInput {
   hostCaps: number[];
   /** Every pipeline link of every replica that has been measured; missing ones count as healthy with no delay. */
   links: PipelineLinkView[];
+  /** Placement and data-parallel links (absent: never re-map). */
+  topology?: TopologyView;
   /** What runs now (null before the first schedule). */
   current: { pipelines: PipelineGroupPlan[]; delegation: DelegationPlan[] } | null;
 }

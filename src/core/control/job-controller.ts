@@ -6,9 +6,10 @@ import { initialWarmup } from '../planner/initial-planner';
 import { planPipeline } from '../planner/plan';
 import { ControlConfig } from './control-config.type';
 import { ControlDecision, ControlOutcome, DecisionKind } from './control-decision.type';
+import { decideRemap } from './remap-decision';
 import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from './control-input.type';
 
-function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel {
+export function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel {
   const { stages: S } = input;
   const durations = new Float64Array(S * 3);
   for (let i = 0; i < S; i++) {
@@ -28,7 +29,7 @@ function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel {
 }
 
 /** Per replica: one-way time of each pipeline link now (baseline + extra) and with the extra removed. */
-function replicaDelays(input: JobControlInput): { now: number[][]; healthy: number[][] } {
+export function replicaDelays(input: JobControlInput): { now: number[][]; healthy: number[][] } {
   const links = input.stages - 1;
   const now = Array.from({ length: input.dpSize }, () => new Array<number>(links).fill(0));
   const healthy = Array.from({ length: input.dpSize }, () => new Array<number>(links).fill(0));
@@ -47,7 +48,7 @@ function delegateQueues(sendMs: number, opMs: number, max: number): number {
   return Math.max(1, Math.min(max, Math.ceil(sendMs / opMs - 1e-9)));
 }
 
-function delegationFor(input: JobControlInput, stragglers: PipelineLinkView[], maxQueues: number): DelegationPlan[] {
+export function delegationFor(input: JobControlInput, stragglers: PipelineLinkView[], maxQueues: number): DelegationPlan[] {
   const byRank = new Map<number, DelegationPlan>();
   const raise = (rank: number, send: number, recv: number) => {
     const plan = byRank.get(rank) ?? { rank, sendQueues: 1, recvQueues: 1 };
@@ -93,7 +94,7 @@ function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: num
 }
 
 /** Iteration time of a job running `pipelines` under per-replica delays: the slowest replica (they meet in the DP all-reduce). */
-function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][]): number {
+export function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][]): number {
   const cache = new Map<string, number>();
   let worst = 0;
   for (const group of pipelines) {
@@ -124,6 +125,26 @@ export function initialPipelines(input: JobControlInput): PipelineGroupPlan[] {
   return [{ dpReplicas: all, warmup, schedule }];
 }
 
+/** Replicas with the same straggling links share one plan, made for the worst delays among them; the others keep the initial plan. */
+export function plannedPipelines(input: JobControlInput, stragglers: PipelineLinkView[], now: number[][], initial: PipelineGroupPlan[], config: ControlConfig): PipelineGroupPlan[] {
+  const groups = new Map<string, number[]>();
+  for (let dp = 0; dp < input.dpSize; dp++) {
+    const key = stragglers.filter((l) => l.dp === dp).map((l) => l.link).sort((a, b) => a - b).join(',');
+    groups.set(key, [...(groups.get(key) ?? []), dp]);
+  }
+  const planned: PipelineGroupPlan[] = [];
+  for (const [key, replicas] of groups) {
+    if (key === '') {
+      planned.push({ ...initial[0], dpReplicas: replicas });
+      continue;
+    }
+    const model = modelOf(input, maxDelays(now, replicas));
+    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
+    planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
+  }
+  return planned;
+}
+
 /**
  * The control decision for one job (pure): what should run now, and whether that is worth
  * publishing. With stragglers: CPU delegation on both ends of each straggling pipeline link,
@@ -149,6 +170,9 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
   const current = input.current;
   const predictedPreviousMs = predictMs(input, current.pipelines, now);
   const outcome = (decision: ControlDecision | null): ControlOutcome => ({ decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs });
+  // A slow data-parallel link costs far more than a slow pipeline link: re-mapping comes first.
+  const remap = decideRemap(input, config, initial);
+  if (remap) return outcome(remap);
 
   if (stragglers.length === 0) {
     if (current.delegation.length === 0 && sameWarmups(current.pipelines, initial, input.dpSize)) return outcome(null);
@@ -159,22 +183,7 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     });
   }
 
-  // Replicas with the same straggling links share one plan, made for the worst delays among them.
-  const groups = new Map<string, number[]>();
-  for (let dp = 0; dp < input.dpSize; dp++) {
-    const key = stragglers.filter((l) => l.dp === dp).map((l) => l.link).sort((a, b) => a - b).join(',');
-    groups.set(key, [...(groups.get(key) ?? []), dp]);
-  }
-  const planned: PipelineGroupPlan[] = [];
-  for (const [key, replicas] of groups) {
-    if (key === '') {
-      planned.push({ ...initial[0], dpReplicas: replicas });
-      continue;
-    }
-    const model = modelOf(input, maxDelays(now, replicas));
-    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
-    planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
-  }
+  const planned = plannedPipelines(input, stragglers, now, initial, config);
   const predictedPlannedMs = predictMs(input, planned, now);
   const worthIt = predictedPlannedMs < predictedPreviousMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
   const needed = delegationFor(input, stragglers, config.maxDelegateQueues);

@@ -1,0 +1,79 @@
+import { DEFAULT_CONTROL_CONFIG, DEFAULT_REMAP_CONFIG } from './control-config.type';
+import { DataParallelLinkView, JobControlInput, PipelineLinkView, TopologyView } from './control-input.type';
+import { decideControl, initialPipelines } from './job-controller';
+
+const S = 4;
+/** (2 DP, 4 PP), 12 microbatches of 10 ms ops; replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B. */
+function input(dpExtraMs: number, overrides: Partial<TopologyView> = {}): JobControlInput {
+  const links: PipelineLinkView[] = [];
+  for (let dp = 0; dp < 2; dp++) for (let l = 0; l < S - 1; l++) links.push({ dp, link: l, upRank: dp * S + l, downRank: dp * S + l + 1, baselineMs: 0.1, extraMs: 0, straggler: false, nicFailure: false });
+  const dataParallelLinks: DataParallelLinkView[] = [];
+  for (let pp = 0; pp < S; pp++) {
+    for (const [from, to] of [[pp, S + pp], [S + pp, pp]]) dataParallelLinks.push({ fromRank: from, toRank: to, extraMs: dpExtraMs, straggler: dpExtraMs > 0 });
+  }
+  const base: JobControlInput = {
+    stages: S,
+    microbatches: 12,
+    dpSize: 2,
+    fMs: [10, 10, 10, 10],
+    bMs: [10, 10, 10, 10],
+    wMs: [10, 10, 10, 10],
+    deviceCaps: [12, 12, 12, 12],
+    hostCaps: [12, 12, 12, 12],
+    links,
+    current: null,
+    topology: {
+      rankAt: [0, 1, 2, 3, 4, 5, 6, 7],
+      rings: [[0, 1], [0, 1], [0, 1], [0, 1]],
+      localityOf: new Map([0, 1, 2, 3, 4, 5, 6, 7].map((r) => [r, r < 4 ? 'rack-a' : 'rack-b'])),
+      allReduce: { gradientBytes: [3.5e9, 3.5e9, 3.5e9, 3.5e9], latencyMs: 0.01, gbps: 50, chunkBytes: 4 << 20, inflight: 8 },
+      dataParallelLinks,
+      remapAllowed: true,
+      ...overrides,
+    },
+  };
+  return { ...base, current: { pipelines: initialPipelines(base), delegation: [] } };
+}
+
+const config = { ...DEFAULT_CONTROL_CONFIG, remap: DEFAULT_REMAP_CONFIG };
+
+describe('decideRemap (through decideControl)', () => {
+  it('re-maps a job whose every ring crosses a slow rack boundary so that a pipeline edge crosses it instead', () => {
+    const { decision } = decideControl(input(30), config);
+    expect(decision?.kind).toBe('remap');
+    const topology = decision!.topology!;
+    const rack = (rank: number) => (rank < 4 ? 'a' : 'b');
+    // Each stage's two replicas in one rack: the rings no longer cross.
+    for (let pp = 0; pp < S; pp++) expect(rack(topology.rankAt[pp])).toBe(rack(topology.rankAt[S + pp]));
+    expect(topology.newMs).toBeLessThan(topology.stayMs / 2);
+    expect(topology.movedRanks.length).toBeGreaterThan(0);
+    expect(topology.search.method).toBe('exact');
+    // The residual pipeline straggler (the boundary, now between two stages) is adapted and delegated.
+    expect(decision!.links.length).toBe(2);
+    expect(new Set(decision!.links.map((l) => l.link)).size).toBe(1);
+    const slowLink = decision!.links[0].link;
+    expect(decision!.pipelines.every((p) => p.warmup[slowLink] - p.warmup[slowLink + 1] > 2)).toBe(true);
+    expect(decision!.delegation.map((d) => d.rank).sort()).toEqual(decision!.links.flatMap((l) => [l.upRank, l.downRank]).sort());
+    expect(decision!.dataParallelLinks).toHaveLength(8);
+  });
+
+  it('does not re-map without slow data-parallel links, when not allowed yet, or when moving costs more than it saves', () => {
+    expect(decideControl(input(0), config).decision).toBeNull();
+    expect(decideControl(input(30, { remapAllowed: false }), config).decision?.kind).not.toBe('remap');
+    expect(decideControl(input(30, { allReduce: null }), config).decision?.kind).not.toBe('remap');
+    const expensive = { ...config, remap: { ...DEFAULT_REMAP_CONFIG, migrationMsPerNode: 1e9 } };
+    expect(decideControl(input(30), expensive).decision?.kind).not.toBe('remap');
+    expect(decideControl(input(30), { ...config, remap: { ...DEFAULT_REMAP_CONFIG, enabled: false } }).decision?.kind).not.toBe('remap');
+  });
+
+  it('without localities moves only the measured slow pairs off the rings', () => {
+    const { decision } = decideControl(input(30, { localityOf: new Map() }), config);
+    expect(decision?.kind).toBe('remap');
+    const { rankAt } = decision!.topology!;
+    const slot = (rank: number) => rankAt.indexOf(rank);
+    for (let pp = 0; pp < S; pp++) {
+      // Ranks pp and S + pp (a measured slow pair) are no longer ring neighbours in any stage.
+      expect(slot(pp) % S === slot(S + pp) % S).toBe(false);
+    }
+  });
+});
