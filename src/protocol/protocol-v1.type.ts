@@ -102,6 +102,8 @@ export type ReasonKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 
 export interface TopologyAssignment {
   /** Topology version: 1 for the first re-mapping, +1 for each one after; a rank rebuilds its communicators when it changes. */
   version: number;
+  /** Schedule version that introduced this topology version: reports of earlier schedule versions describe the old layout. */
+  sinceVersion: number;
   /** Every rank of the job with its (dp, pp); the TP ranks of a node move with it. */
   ranks: Array<{ rank: number; dp: number; pp: number }>;
   /** Per stage, the data-parallel ring order as dp indices. */

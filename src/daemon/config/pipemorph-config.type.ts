@@ -16,6 +16,15 @@ export interface PipemorphConfig {
   };
   detection: DetectorConfig;
   control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number };
+  remap: {
+    enabled: boolean;
+    minGain: number;
+    migrationMsPerNode: number;
+    amortizeIterations: number;
+    searchBudgetMs: number;
+    minIntervalMs: number;
+    extraLeadIterations: number;
+  };
   handshake: { prepareTimeoutMs: number; minLeadIterations: number; leadMs: number; retryBackoffMs: number };
   jobs: { leaseMs: number; discoveryIntervalMs: number; staleRankMs: number; staleJobMs: number; maintenanceCron: string };
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
+import { ControlConfig } from '../../core/control/control-config.type';
 import { decideControl } from '../../core/control/job-controller';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -21,6 +22,11 @@ export class ControlService {
     private readonly metrics: MetricsService,
   ) {}
 
+  private get controlConfig(): ControlConfig {
+    const { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } = this.config.remap;
+    return { ...this.config.control, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
+  }
+
   evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
     return job.serialize(() => inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span)));
   }
@@ -34,7 +40,7 @@ export class ControlService {
     }
     const started = performance.now();
     const snapshot = job.detector.snapshot();
-    const input = job.controlInput(snapshot);
+    const input = job.controlInput(snapshot, job.committed ? job.topologyView(snapshot, now, this.config.remap.minIntervalMs) : undefined);
     this.recordDetection(job, snapshot);
     this.updateTolerances(job, input);
     const urgent = this.nicFailureWithoutDelegation(job, input);
@@ -42,7 +48,7 @@ export class ControlService {
       job.needsEvaluation = true;
       return;
     }
-    const outcome = decideControl(input, this.config.control);
+    const outcome = decideControl(input, this.controlConfig);
     const slow = input.links.filter((l) => l.straggler);
     span.setAttributes({
       'pipemorph.stragglers': slow.length,

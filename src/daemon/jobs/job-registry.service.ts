@@ -86,7 +86,7 @@ export class JobRegistry {
     const { committed, pending } = await this.store.readSchedules(jobId);
     // A committed schedule of an older registration (other shape) is replaced by a new initial plan.
     if (committed && fitsShape(committed, spec)) {
-      job.committed = committed;
+      job.noteCommitted(committed, true);
       job.lastPublishAt = committed.createdAt;
       this.metrics.scheduleVersion.set({ job: jobId }, committed.version);
     }

@@ -1,9 +1,15 @@
 import { ControlDecision } from '../../core/control/control-decision.type';
-import { JobControlInput, PipelineGroupPlan } from '../../core/control/control-input.type';
+import { JobControlInput, PipelineGroupPlan, TopologyView } from '../../core/control/control-input.type';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { DetectionSnapshot, JobDetector, JobTopology, RankPosition } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
-import { PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
+import { AllReduceModel } from '../../core/topology/topology.type';
+import { PublishedSchedule, Registration, TopologyAssignment } from '../../protocol/protocol-v1.type';
+
+/** Defaults of the all-reduce model where the registration leaves them out. */
+const DEFAULT_CHUNK_BYTES = 4 << 20;
+const DEFAULT_INFLIGHT_CHUNKS = 8;
+const DEFAULT_RING_GBPS = 25;
 
 /** A prepared schedule waiting for every reporting rank's acknowledgement. */
 export interface OpenHandshake {
@@ -19,10 +25,17 @@ export interface OpenHandshake {
  */
 export class JobRuntime {
   readonly jobId: string;
-  readonly reporting: RankPosition[];
+  reporting: RankPosition[] = [];
   readonly positionOf = new Map<number, RankPosition>();
   readonly rankAt: Map<string, number> = new Map();
-  readonly detector: JobDetector;
+  detector!: JobDetector;
+  /** The layout the ranks' reports describe: null = the registration's. */
+  topology: TopologyAssignment | null = null;
+  /** A committed re-map the ranks have not reached yet: applied at the first report of its schedule version. */
+  pendingTopology: TopologyAssignment | null = null;
+  lastRemapAt = 0;
+  /** Reports of an older layout than the one applied (they arrive around a switch): counted, not used. */
+  staleLayoutReports = 0;
   readonly lastSeenAt = new Map<number, number>();
   readonly staleRanks = new Set<number>();
   committed: PublishedSchedule | null = null;
@@ -43,16 +56,63 @@ export class JobRuntime {
   readonly counters = { reports: 0, acks: 0, duplicates: 0, rejected: 0, prepares: 0, commits: 0, aborts: 0 };
 
   /** `registrationId`: the registrations-stream entry this runtime was built from. */
-  constructor(readonly spec: Registration, readonly epoch: number, detection: DetectorConfig, readonly registrationId = '') {
+  constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '') {
     this.jobId = spec.jobId;
-    this.reporting = spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp }));
-    for (const position of this.reporting) {
+    this.place(spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
+  }
+
+  private place(reporting: RankPosition[]): void {
+    this.reporting = reporting;
+    this.positionOf.clear();
+    this.rankAt.clear();
+    for (const position of reporting) {
       this.positionOf.set(position.rank, position);
       this.rankAt.set(`${position.dp},${position.pp}`, position.rank);
     }
-    const topology: JobTopology = { stages: spec.stages, dpSize: spec.dp, ranks: this.reporting };
-    const nominal = spec.network ? { latencyMs: spec.network.latencyMs, gbps: spec.network.nominalGBps } : undefined;
-    this.detector = new JobDetector(topology, detection, nominal);
+    const topology: JobTopology = { stages: this.spec.stages, dpSize: this.spec.dp, ranks: reporting };
+    this.detector = new JobDetector(topology, this.detection, this.nominal());
+  }
+
+  /**
+   * The fabric's healthy level for a fresh detector: the registered network, else (after a re-map)
+   * the typical baseline the old detector learned, so a link that is slow when the layout changes
+   * is not learned as healthy.
+   */
+  private nominal(): { latencyMs?: number; gbps?: number } | undefined {
+    if (this.spec.network) return { latencyMs: this.spec.network.latencyMs, gbps: this.spec.network.nominalGBps };
+    if (!this.detector) return undefined;
+    const baselines = this.detector.snapshot().pipelineLinks.map((l) => l.baselineMs).filter((ms) => Number.isFinite(ms)).sort((a, b) => a - b);
+    return baselines.length > 0 ? { latencyMs: baselines[baselines.length >> 1], gbps: Number.POSITIVE_INFINITY } : undefined;
+  }
+
+  /** A committed schedule: its topology becomes pending until the ranks run it (or at once on adoption, `immediately`). */
+  noteCommitted(schedule: PublishedSchedule, immediately = false): void {
+    this.committed = schedule;
+    const t = schedule.topology;
+    if (!t || t.version === (this.pendingTopology ?? this.topology)?.version) return;
+    if (immediately) this.applyTopology(t);
+    else this.pendingTopology = t;
+  }
+
+  /**
+   * Whether a report of schedule version `version` describes the layout in force, applying a
+   * pending re-map at the first report that runs it. Reports of an older layout are not used.
+   */
+  layoutOf(version: number): boolean {
+    if (this.pendingTopology && version >= this.pendingTopology.sinceVersion) this.applyTopology(this.pendingTopology);
+    if (this.topology && version < this.topology.sinceVersion) {
+      this.staleLayoutReports++;
+      return false;
+    }
+    return true;
+  }
+
+  private applyTopology(t: TopologyAssignment): void {
+    const reporting = new Set(this.reporting.map((r) => r.rank));
+    this.place(t.ranks.filter((r) => reporting.has(r.rank)).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
+    this.topology = t;
+    this.pendingTopology = null;
+    this.needsEvaluation = true;
   }
 
   /** Runs `task` after every task queued before it for this job: one control step at a time per job. */
@@ -96,7 +156,38 @@ export class JobRuntime {
     };
   }
 
-  controlInput(snapshot: DetectionSnapshot): JobControlInput {
+  /** The all-reduce as the registration describes it (null without `dataParallel`). */
+  allReduce(): AllReduceModel | null {
+    const dp = this.spec.dataParallel;
+    if (!dp) return null;
+    return {
+      gradientBytes: dp.gradientBytes,
+      latencyMs: this.spec.network?.latencyMs ?? 0,
+      gbps: this.spec.network?.nominalGBps ?? DEFAULT_RING_GBPS,
+      chunkBytes: dp.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+      inflight: dp.inflightChunks ?? DEFAULT_INFLIGHT_CHUNKS,
+    };
+  }
+
+  /** Placement and data-parallel links for the re-map decision; re-mapping waits `minIntervalMs` after the last one and for it to be applied. */
+  topologyView(snapshot: DetectionSnapshot, now: number, minIntervalMs: number): TopologyView {
+    const S = this.spec.stages;
+    const D = this.spec.dp;
+    const rankAt = new Array<number>(S * D).fill(-1);
+    for (const r of this.reporting) rankAt[r.dp * S + r.pp] = r.rank;
+    const localityOf = new Map<number, string>();
+    for (const r of this.spec.ranks) if (r.tp === 0 && r.locality !== undefined) localityOf.set(r.rank, r.locality);
+    return {
+      rankAt,
+      rings: this.topology?.rings ?? Array.from({ length: S }, () => Array.from({ length: D }, (_, d) => d)),
+      localityOf,
+      allReduce: rankAt.includes(-1) ? null : this.allReduce(),
+      dataParallelLinks: snapshot.dataParallelLinks.map((l) => ({ fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, straggler: l.straggler })),
+      remapAllowed: !this.pendingTopology && now - this.lastRemapAt >= minIntervalMs,
+    };
+  }
+
+  controlInput(snapshot: DetectionSnapshot, topology?: TopologyView): JobControlInput {
     const S = this.spec.stages;
     const pick = (measured: number[], registered: number[] | undefined, i: number) =>
       Number.isFinite(measured[i]) ? measured[i] : registered ? registered[i] : 1;
@@ -121,6 +212,7 @@ export class JobRuntime {
         nicFailure: l.reason === 'nic-failure',
       })),
       current: this.committed ? this.currentPlan(this.committed) : null,
+      ...(topology ? { topology } : {}),
     };
   }
 

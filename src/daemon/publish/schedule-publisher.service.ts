@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { formatSchedule } from '../../core/pipeline/schedule';
-import { Ack, ControlEvent, PublishedSchedule } from '../../protocol/protocol-v1.type';
+import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
@@ -43,7 +43,8 @@ export class SchedulePublisher {
 
   private async doPrepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     if (job.handshake) return;
-    const lead = this.leadIterations(job);
+    // Moved ranks load another stage's weights first: a re-map gets more notice.
+    const lead = this.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
     const effectiveIteration = Math.max(0, job.maxIteration) + lead;
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
@@ -117,7 +118,8 @@ export class SchedulePublisher {
   }
 
   private committed(job: JobRuntime, schedule: PublishedSchedule, now: number): void {
-    job.committed = schedule;
+    if (schedule.reason.kind === 'remap') job.lastRemapAt = now;
+    job.noteCommitted(schedule);
     job.lastPublishAt = now;
     job.notBefore = now + this.config.control.minReplanIntervalMs;
     this.metrics.scheduleVersion.set({ job: job.jobId }, schedule.version);
@@ -153,13 +155,44 @@ export class SchedulePublisher {
       delegation: decision.delegation,
       reason: {
         kind: decision.kind,
-        links: decision.links.map((l) => ({
-          kind: 'pipeline' as const, fromRank: l.upRank, toRank: l.downRank, dp: l.dp, link: l.link, extraMs: l.extraMs, error: l.nicFailure ? 'nic-failure' : null,
-        })),
+        links: [
+          ...decision.links.map((l) => ({
+            kind: 'pipeline' as const, fromRank: l.upRank, toRank: l.downRank, dp: l.dp, link: l.link, extraMs: l.extraMs, error: l.nicFailure ? 'nic-failure' : null,
+          })),
+          ...(decision.dataParallelLinks ?? []).map((l) => ({ kind: 'data-parallel' as const, fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, error: null })),
+        ],
         detail: decision.detail,
       },
       prediction: { previousMs: decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
       traceId: currentTraceId(),
+      ...this.topologyOf(job, decision, version),
+    };
+  }
+
+  /**
+   * The layout a schedule runs on: a new topology version for a re-map (every rank of the job,
+   * TP ranks following their node's reporting rank), else the one in force carried over.
+   */
+  private topologyOf(job: JobRuntime, decision: ControlDecision, version: number): { topology?: TopologyAssignment } {
+    const inForce = job.pendingTopology ?? job.topology;
+    const change = decision.topology;
+    if (!change) return inForce ? { topology: { ...inForce, moved: [] } } : {};
+    const S = job.spec.stages;
+    const slotOf = new Map(change.rankAt.map((rank, slot) => [rank, slot]));
+    const reportingRankOf = new Map(job.spec.ranks.filter((r) => r.tp === 0).map((r) => [r.node, r.rank]));
+    const previousPp = new Map((inForce?.ranks ?? job.spec.ranks).map((r) => [r.rank, r.pp]));
+    const ranks = job.spec.ranks.map((r) => {
+      const slot = slotOf.get(reportingRankOf.get(r.node) ?? r.rank) ?? -1;
+      return { rank: r.rank, dp: Math.floor(slot / S), pp: slot % S };
+    });
+    return {
+      topology: {
+        version: (inForce?.version ?? 0) + 1,
+        sinceVersion: version,
+        ranks,
+        rings: change.rings,
+        moved: ranks.filter((r) => r.pp !== previousPp.get(r.rank)).map((r) => r.rank),
+      },
     };
   }
 
