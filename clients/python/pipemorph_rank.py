@@ -67,6 +67,8 @@ class PipemorphRank:
         self.committed: Dict[int, int] = {}  # committed version -> effectiveIteration
         self.floor = 0  # in force whatever its effectiveIteration: the connect-time schedule, then the last agreed k
         self.to_answer: List[int] = []  # prepared versions awaiting an ack decision
+        self.topology_version = 0  # layout in force: 0 = the registration's (protocol sec. 5.5)
+        self.topology_change: Optional[Dict[str, Any]] = None  # set when schedule_for switched layouts
 
     # ----------------------------------------------------------------- registration
     @staticmethod
@@ -233,6 +235,13 @@ class PipemorphRank:
         problem = self._problem(schedule)
         if problem:
             raise ValueError("schedule version %d: %s" % (version, problem))
+        topology = schedule.get("topology")
+        if topology and topology["version"] != self.topology_version:
+            # Re-mapped: rebuild communicators for the new (dp, pp) before this iteration; a rank in
+            # topology["moved"] must already hold its new stage's weights (it acked the prepare).
+            self.dp, self.pp = self.coordinates(schedule)
+            self.topology_version = topology["version"]
+            self.topology_change = topology
         pipeline = next(p for p in schedule["pipelines"] if self.dp in p["dpReplicas"])
         toggle = next(({"sendQueues": d["sendQueues"], "recvQueues": d["recvQueues"]}
                        for d in schedule.get("delegation", []) if d.get("rank") == self.rank), None)
@@ -256,11 +265,19 @@ class PipemorphRank:
         self.schedules[schedule["version"]] = schedule
         return schedule
 
+    def coordinates(self, schedule: Dict[str, Any]) -> Tuple[int, int]:
+        """(dp, pp) of this rank under `schedule`: from its topology when it has one."""
+        for entry in (schedule.get("topology") or {}).get("ranks", []):
+            if entry.get("rank") == self.rank:
+                return entry["dp"], entry["pp"]
+        return self.dp, self.pp
+
     def _problem(self, schedule: Dict[str, Any]) -> Optional[str]:
         """Why this rank cannot run `schedule`, or None."""
-        pipeline = next((p for p in schedule.get("pipelines", []) if self.dp in p.get("dpReplicas", [])), None)
+        dp, pp = self.coordinates(schedule)
+        pipeline = next((p for p in schedule.get("pipelines", []) if dp in p.get("dpReplicas", [])), None)
         if pipeline is None:
-            return "no pipeline entry for dp %d" % self.dp
-        if self.pp >= len(pipeline.get("stages", [])):
-            return "no op list for stage %d" % self.pp
+            return "no pipeline entry for dp %d" % dp
+        if pp >= len(pipeline.get("stages", [])):
+            return "no op list for stage %d" % pp
         return None
