@@ -4,8 +4,13 @@ import { toPipelineModel } from '../core/pipeline/pipeline-model';
 import { PipelineProfile } from '../core/pipeline/pipeline-profile.type';
 import { Schedule } from '../core/pipeline/schedule.type';
 import { seededRandom } from '../core/planner/seeded-random';
-import { DelegationToggle, LinkSample, RankReport } from '../protocol/protocol-v1.type';
+import { chunkMs, iterationWithAllReduceMs, ringAllReduceMs, ringMessages, validateAllReduceModel } from '../core/topology/all-reduce';
+import { stageFinishTimes } from '../core/topology/stage-finish';
+import { AllReduceModel, Placement } from '../core/topology/topology.type';
+import { InputError } from '../core/input-error';
+import { DataParallelSpec, DelegationToggle, LinkSample, RankReport, TopologyAssignment } from '../protocol/protocol-v1.type';
 import { DelayModel } from './delay/delay-model.type';
+import { Fabric } from './fabric/fabric.type';
 
 export interface EmulationOptions {
   /** Relative standard deviation of op times, per stage and iteration (0.02 = 2%). */
@@ -23,6 +28,37 @@ export interface EmulationOptions {
 
 export const DEFAULT_EMULATION: EmulationOptions = { jitter: 0.01, gpuSlots: 1, copyOverhead: 0.02, nicTimeoutMs: 2000, messageBytes: 1 << 24, seed: 1 };
 
+/** The data-parallel gradient all-reduce at the end of every iteration (a ring per stage, alpha-beta model of src/core/topology). */
+export interface AllReduceConfig {
+  /** Per stage: gradient bytes each rank of that stage all-reduces per iteration. */
+  gradientBytes: number[];
+  /** Bytes per ring message (default 4 MiB). */
+  chunkBytes?: number;
+  /** Ring messages in flight per link (default 8). */
+  inflightChunks?: number;
+  /** Healthy one-way latency of a ring link, ms (default 0.01). */
+  ringLatencyMs?: number;
+  /** Ring link bandwidth, GB/s (default 50: 400 Gb/s InfiniBand). */
+  ringGBps?: number;
+}
+
+/** Where the job's nodes sit and what connects them; all optional: without them the job runs exactly as before. */
+export interface ClusterOptions {
+  /** Extra delay between node pairs (ranks), on top of the DelayModel's per-pipeline-link delays. */
+  fabric?: Fabric;
+  /** Models the data-parallel all-reduce (only when dp > 1). */
+  allReduce?: AllReduceConfig;
+  /**
+   * One-off cost of a topology switch that changes any rank's stage, ms, added to the iteration at
+   * which it takes effect: the moved ranks load their new stage's weights and optimizer state, in
+   * parallel, before that iteration can start (default 3000: a few GB per node over a fast link plus
+   * communicator rebuild). A switch that only reorders rings costs nothing.
+   */
+  migrationMs?: number;
+}
+
+export const DEFAULT_MIGRATION_MS = 3000;
+
 /** What one replica runs: its op lists and which of its ranks delegate. */
 export interface ReplicaPlan {
   schedule: Schedule;
@@ -34,7 +70,14 @@ export interface IterationResult {
   startMs: number;
   /** Slowest replica: the replicas meet in the data-parallel all-reduce. */
   iterationMs: number;
+  /** Each replica's pipeline alone (last op done), without the all-reduce or a migration. */
   replicaMs: number[];
+  /** Per stage, its ring all-reduce time (empty when the all-reduce is not modelled). */
+  allReduceMs: number[];
+  /** Migration paid at the start of this iteration (a topology switch that moved ranks), ms. */
+  migrationMs: number;
+  /** Topology version in force (0: the registration layout). */
+  topologyVersion: number;
   reports: RankReport[];
 }
 
@@ -49,12 +92,30 @@ function median(values: number[]): number {
  * parallel replica runs its schedule through the exact engine with the run-time link model
  * (head-of-line blocking on GPU-direct sends, CPU delegate queues, NIC failures) and per-op times
  * from the profile with jitter. Produces the protocol v1 reports a real rank would send.
- * Rank numbering: rank = dp * stages + pp (one reporting rank per stage and replica).
+ *
+ * Ranks (one per node, tp = 1) never change numbers; the placement says which rank holds slot
+ * (dp, pp): initially rank = dp * stages + pp, changed by applyTopology (a re-mapping). Pipeline
+ * link l of replica d gets the DelayModel's delay of link l (same on every replica) plus the
+ * fabric's extra delay between the two ranks at its ends. With an all-reduce config and dp > 1,
+ * every stage all-reduces its gradients over a ring of its replicas (order `rings[pp]`) once all
+ * of them finished their last op, and the iteration ends with the last ring (core
+ * iterationWithAllReduceMs); a ring is paced by its slowest link.
  */
 export class EmulatedJob {
   readonly stages: number;
   clockMs = 0;
+  readonly fabric: Fabric | undefined;
+  /** The all-reduce as the core models it, or null when not modelled (no config or dp = 1). */
+  readonly allReduce: AllReduceModel | null;
+  readonly migrationMs: number;
   private readonly random: () => number;
+  /** Slot (dp * stages + pp) -> rank, and its inverse. */
+  private nodeAt: Int32Array;
+  private slotOf: Int32Array;
+  private rings: number[][];
+  private topology = 0;
+  /** Migration the next iteration pays (a topology that moved ranks took effect). */
+  private pendingMigrationMs = 0;
 
   constructor(
     readonly jobId: string,
@@ -62,13 +123,107 @@ export class EmulatedJob {
     readonly dp: number,
     readonly delays: DelayModel,
     readonly options: EmulationOptions = DEFAULT_EMULATION,
+    cluster: ClusterOptions = {},
   ) {
     this.stages = profile.stages;
     this.random = seededRandom(options.seed);
+    const n = dp * this.stages;
+    this.nodeAt = Int32Array.from({ length: n }, (_, slot) => slot);
+    this.slotOf = this.nodeAt.slice();
+    this.rings = Array.from({ length: this.stages }, () => Array.from({ length: dp }, (_, d) => d));
+    this.fabric = cluster.fabric;
+    this.migrationMs = cluster.migrationMs ?? DEFAULT_MIGRATION_MS;
+    if (!Number.isFinite(this.migrationMs) || this.migrationMs < 0) throw new InputError(`emulated job: migrationMs ${cluster.migrationMs} is not a finite number >= 0`);
+    this.allReduce = null;
+    if (cluster.allReduce) {
+      const c = cluster.allReduce;
+      const model: AllReduceModel = {
+        gradientBytes: Array.isArray(c.gradientBytes) ? c.gradientBytes.slice() : c.gradientBytes,
+        chunkBytes: c.chunkBytes ?? 4 * 1024 * 1024,
+        inflight: c.inflightChunks ?? 8,
+        latencyMs: c.ringLatencyMs ?? 0.01,
+        gbps: c.ringGBps ?? 50,
+      };
+      const problems = validateAllReduceModel(model, this.stages);
+      if (problems.length > 0) throw new InputError(`emulated job: all-reduce: ${problems.join('; ')}`);
+      if (dp > 1) this.allReduce = model;
+    }
   }
 
   rankOf(dp: number, pp: number): number {
-    return dp * this.stages + pp;
+    return this.nodeAt[dp * this.stages + pp];
+  }
+
+  /** Where `rank` sits now. */
+  coordinatesOf(rank: number): { dp: number; pp: number } {
+    const slot = this.slotOf[rank];
+    return { dp: Math.floor(slot / this.stages), pp: slot % this.stages };
+  }
+
+  /** The ring successor (a dp index) of replica `dp` in stage `pp`'s ring. */
+  ringSuccessor(dp: number, pp: number): number {
+    const ring = this.rings[pp];
+    return ring[(ring.indexOf(dp) + 1) % ring.length];
+  }
+
+  /** Topology version in force (0: the registration layout). */
+  get topologyVersion(): number {
+    return this.topology;
+  }
+
+  /** The current placement in the core's terms (copies). */
+  placement(): Placement {
+    return { dpSize: this.dp, stages: this.stages, nodeAt: this.nodeAt.slice(), rings: this.rings.map((r) => Int32Array.from(r)) };
+  }
+
+  /** The all-reduce as a registration announces it, or undefined when not modelled. */
+  dataParallelSpec(): DataParallelSpec | undefined {
+    const m = this.allReduce;
+    return m ? { gradientBytes: m.gradientBytes.slice(), chunkBytes: m.chunkBytes, inflightChunks: m.inflight } : undefined;
+  }
+
+  /**
+   * Switches to `t` from the next iteration on: rebuilds the placement and rings. A rank whose
+   * stage changes loads that stage's weights and optimizer state, so if any does, the next
+   * iteration pays `migrationMs` (the moved ranks load in parallel). The cost follows the ranks
+   * whose stage really changes from the layout they run (what a real rank sees), whatever `moved`
+   * lists: it differs only when a topology version was skipped. Throws on an inconsistent
+   * assignment without changing anything.
+   */
+  applyTopology(t: TopologyAssignment): void {
+    const S = this.stages;
+    const D = this.dp;
+    const n = D * S;
+    const what = `topology version ${t?.version}`;
+    if (!t || !Number.isInteger(t.version) || t.version < 1) throw new InputError(`topology: version ${t?.version} is not an integer >= 1`);
+    if (!Array.isArray(t.ranks) || t.ranks.length !== n) throw new InputError(`${what}: must place all ${n} ranks, places ${Array.isArray(t.ranks) ? t.ranks.length : 'none'}`);
+    const nodeAt = new Int32Array(n).fill(-1);
+    const placed = new Uint8Array(n);
+    for (const { rank, dp, pp } of t.ranks) {
+      if (!Number.isInteger(rank) || rank < 0 || rank >= n) throw new InputError(`${what}: rank ${rank} is not a rank of this job (0..${n - 1})`);
+      if (placed[rank]) throw new InputError(`${what}: rank ${rank} is placed twice`);
+      if (!Number.isInteger(dp) || dp < 0 || dp >= D || !Number.isInteger(pp) || pp < 0 || pp >= S) throw new InputError(`${what}: rank ${rank} at (dp ${dp}, pp ${pp}) is outside the ${D} x ${S} grid`);
+      const slot = dp * S + pp;
+      if (nodeAt[slot] >= 0) throw new InputError(`${what}: ranks ${nodeAt[slot]} and ${rank} both at (dp ${dp}, pp ${pp})`);
+      nodeAt[slot] = rank;
+      placed[rank] = 1;
+    }
+    if (!Array.isArray(t.rings) || t.rings.length !== S) throw new InputError(`${what}: needs one ring per stage (${S}), has ${Array.isArray(t.rings) ? t.rings.length : 'none'}`);
+    t.rings.forEach((ring, pp) => {
+      const ok = Array.isArray(ring) && ring.length === D && new Set(ring).size === D && ring.every((d) => Number.isInteger(d) && d >= 0 && d < D);
+      if (!ok) throw new InputError(`${what}: ring of stage ${pp} ${JSON.stringify(ring)} is not an order of 0..${D - 1}`);
+    });
+    if (!Array.isArray(t.moved) || t.moved.some((r) => !Number.isInteger(r) || r < 0 || r >= n)) throw new InputError(`${what}: moved must list ranks of this job (0..${n - 1})`);
+    let moves = 0;
+    nodeAt.forEach((rank, slot) => {
+      if (slot % S !== this.slotOf[rank] % S) moves++;
+    });
+    this.nodeAt = nodeAt;
+    this.slotOf = new Int32Array(n);
+    nodeAt.forEach((rank, slot) => (this.slotOf[rank] = slot));
+    this.rings = t.rings.map((r) => r.slice());
+    this.topology = t.version;
+    if (moves > 0) this.pendingMigrationMs = this.migrationMs;
   }
 
   /** Gaussian jitter factor, clipped so an op never takes less than half its time. */
@@ -79,20 +234,45 @@ export class EmulatedJob {
     return Math.max(0.5, 1 + this.options.jitter * gaussian);
   }
 
+  /** Largest fabric extra delay on a link of stage `pp`'s ring at `iteration`, ms. */
+  ringExtraMs(pp: number, iteration: number): number {
+    if (!this.fabric || this.dp < 2) return 0;
+    const ring = this.rings[pp];
+    let worst = 0;
+    for (let k = 0; k < ring.length; k++) {
+      const extra = this.fabric.pairExtraMs(this.rankOf(ring[k], pp), this.rankOf(ring[(k + 1) % ring.length], pp), iteration);
+      if (extra > worst) worst = extra;
+    }
+    return worst;
+  }
+
   /** Runs iteration `iteration` with `plans[dp]` for each replica and advances the virtual clock. */
   runIteration(iteration: number, plans: ReplicaPlan[], versions: number[]): IterationResult {
     const startMs = this.clockMs;
-    const replicaMs: number[] = [];
+    const migrationMs = this.pendingMigrationMs;
+    this.pendingMigrationMs = 0;
+    // The moved ranks load their state before anything runs.
+    const runStartMs = startMs + migrationMs;
+    const replicas = [];
+    for (let dp = 0; dp < this.dp; dp++) replicas.push(this.runReplica(dp, iteration, runStartMs, plans[dp]));
+    const replicaMs = replicas.map((r) => r.run.iterationMs);
+    let iterationMs = Math.max(...replicaMs);
+    const allReduceMs: number[] = [];
+    const model = this.allReduce;
+    if (model) {
+      const ringExtra = Array.from({ length: this.stages }, (_, pp) => this.ringExtraMs(pp, iteration));
+      for (let pp = 0; pp < this.stages; pp++) allReduceMs.push(ringAllReduceMs(model, pp, this.dp, ringExtra[pp]));
+      iterationMs = Math.max(iterationMs, iterationWithAllReduceMs(model, replicas.map((r) => stageFinishTimes(r.run)), ringExtra));
+    }
+    iterationMs += migrationMs;
     const reports: RankReport[] = [];
     for (let dp = 0; dp < this.dp; dp++) {
-      const { run, opMs } = this.runReplica(dp, iteration, startMs, plans[dp]);
-      replicaMs.push(run.iterationMs);
+      const { run, opMs } = replicas[dp];
       for (let pp = 0; pp < this.stages; pp++) reports.push(this.report(dp, pp, iteration, versions[this.rankOf(dp, pp)], run, opMs, plans[dp]));
     }
-    const iterationMs = Math.max(...replicaMs);
     for (const r of reports) r.iterationMs = iterationMs;
     this.clockMs += iterationMs;
-    return { iteration, startMs, iterationMs, replicaMs, reports };
+    return { iteration, startMs, iterationMs, replicaMs, allReduceMs, migrationMs, topologyVersion: this.topology, reports };
   }
 
   private delegated(plan: ReplicaPlan, dp: number, link: number): number {
@@ -111,13 +291,15 @@ export class EmulatedJob {
     const delegateQueues = Int32Array.from({ length: S - 1 }, (_, l) => this.delegated(plan, dp, l));
     const failed = Array.from({ length: S - 1 }, (_, l) => this.delays.nicFailed(l, iteration) && delegateQueues[l] === 0);
     const copyOverhead = Float64Array.from({ length: S }, (_, pp) => (plan.delegation.has(this.rankOf(dp, pp)) ? this.options.copyOverhead : 0));
+    const fabric = this.fabric;
+    const fabricMs = Float64Array.from({ length: S - 1 }, (_, l) => (fabric ? fabric.pairExtraMs(this.rankOf(dp, l), this.rankOf(dp, l + 1), iteration) : 0));
     const model = {
       ...base,
       transport: {
         gpuSlots: new Int32Array(S - 1).fill(this.options.gpuSlots),
         delegateQueues,
         copyOverhead,
-        extraDelayMs: (link: number, t: number) => (failed[link] ? this.options.nicTimeoutMs : this.delays.delayMs(link, startMs + t, iteration)),
+        extraDelayMs: (link: number, t: number) => (failed[link] ? this.options.nicTimeoutMs : this.delays.delayMs(link, startMs + t, iteration) + fabricMs[link]),
       },
     };
     return { run: simulateSchedule(model, plan.schedule), opMs };
@@ -146,6 +328,8 @@ export class EmulatedJob {
         error: failed ? 'nic-failure' : null,
       });
     }
+    const dpLink = this.dataParallelSample(dp, pp, iteration, opMs);
+    if (dpLink) links.push(dpLink);
     const toggle = plan.delegation.get(this.rankOf(dp, pp));
     return {
       type: 'report',
@@ -158,5 +342,23 @@ export class EmulatedJob {
       links,
       delegation: { enabled: toggle !== undefined, sendQueues: toggle?.sendQueues ?? 0, recvQueues: toggle?.recvQueues ?? 0 },
     };
+  }
+
+  /**
+   * Rank (dp, pp)'s outgoing data-parallel ring link: to the rank of its ring successor in its
+   * stage, the time one chunk holds the link given that link's own extra delay (core chunkMs),
+   * scaled by the rank's op-time jitter of this iteration (no extra random draws).
+   */
+  private dataParallelSample(dp: number, pp: number, iteration: number, opMs: number[][]): LinkSample | null {
+    const model = this.allReduce;
+    if (!model) return null;
+    const count = ringMessages(model, pp, this.dp);
+    if (count === 0) return null;
+    const from = this.rankOf(dp, pp);
+    const peer = this.rankOf(this.ringSuccessor(dp, pp), pp);
+    const extra = this.fabric ? this.fabric.pairExtraMs(from, peer, iteration) : 0;
+    const jitter = this.profile.fMs[pp] > 0 ? opMs[pp][0] / this.profile.fMs[pp] : 1;
+    const medianMs = chunkMs(model, extra) * jitter;
+    return { peer, kind: 'data-parallel', bytes: model.chunkBytes, medianMs, maxMs: medianMs * (1 + 2 * this.options.jitter), count, delegated: false, error: null };
   }
 }

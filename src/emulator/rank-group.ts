@@ -37,7 +37,7 @@ export class RankGroup {
   private readonly ranks: number[];
   iteration = 0;
   /** Versions each rank ran, per iteration (for checking that no iteration mixes versions). */
-  readonly history: Array<{ iteration: number; versions: number[]; iterationMs: number }> = [];
+  readonly history: Array<{ iteration: number; versions: number[]; iterationMs: number; topologyVersion: number }> = [];
 
   constructor(private readonly redis: Redis, readonly job: EmulatedJob, private readonly options: RankGroupOptions) {
     this.keys = jobKeys(job.jobId);
@@ -47,6 +47,7 @@ export class RankGroup {
 
   registration(): Registration {
     const { profile, dp, stages } = this.job;
+    const dataParallel = this.job.dataParallelSpec();
     return {
       type: 'register',
       protocol: 1,
@@ -55,11 +56,15 @@ export class RankGroup {
       microbatches: profile.microbatches,
       dp,
       tp: 1,
-      ranks: this.ranks.map((rank) => ({ rank, dp: Math.floor(rank / stages), pp: rank % stages, tp: 0, node: `emulated-${rank}` })),
+      ranks: this.ranks.map((rank) => {
+        const locality = this.job.fabric?.locality(rank);
+        return { rank, ...this.job.coordinatesOf(rank), tp: 0, node: `emulated-${rank}`, ...(locality !== undefined ? { locality } : {}) };
+      }),
       memory: { deviceBytes: this.options.deviceActivations.map((a) => a * 1e9), activationBytes: new Array(stages).fill(1e9), hostBytes: this.options.hostActivations * 1e9 },
       computeMs: { fMs: profile.fMs, bMs: profile.bMs, wMs: profile.wMs },
       // The fabric's nominal latency: a link slow from the first iteration is still seen as slow.
       network: { latencyMs: Math.min(...profile.linkMs, Number.POSITIVE_INFINITY) === Number.POSITIVE_INFINITY ? 0 : Math.min(...profile.linkMs), nominalGBps: 1000 },
+      ...(dataParallel ? { dataParallel } : {}),
     };
   }
 
@@ -107,13 +112,17 @@ export class RankGroup {
   async step(): Promise<IterationResult> {
     const i = this.iteration;
     const schedule = this.agreedVersion(i);
+    // Every rank runs the agreed version, so all of them switch topology at this same boundary.
+    // A schedule without topology keeps the layout in force (the daemon sends one on every
+    // schedule once the job has been re-mapped).
+    if (schedule.topology && schedule.topology.version !== this.job.topologyVersion) this.job.applyTopology(schedule.topology);
     let plans = this.plans.get(schedule.version);
     if (!plans) {
       plans = replicaPlans(schedule, this.job.dp, this.job.stages, this.job.profile.microbatches);
       this.plans.set(schedule.version, plans);
     }
     const result = this.job.runIteration(i, plans, this.ranks.map(() => schedule.version));
-    this.history.push({ iteration: i, versions: this.ranks.map(() => schedule.version), iterationMs: result.iterationMs });
+    this.history.push({ iteration: i, versions: this.ranks.map(() => schedule.version), iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
     const pipeline = this.redis.pipeline();
     for (const report of result.reports) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 100000, '*', 'm', JSON.stringify(report));
     await pipeline.exec();

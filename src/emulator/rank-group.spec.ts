@@ -1,0 +1,109 @@
+import type Redis from 'ioredis';
+import { toPipelineModel } from '../core/pipeline/pipeline-model';
+import { formatSchedule, warmupOf } from '../core/pipeline/schedule';
+import { planPipeline } from '../core/planner/plan';
+import { PublishedSchedule, TopologyAssignment } from '../protocol/protocol-v1.type';
+import { constantDelay } from './delay/constant-delay';
+import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
+import { rackLocalities, staticFabric } from './fabric/static-fabric';
+import { RankGroup } from './rank-group';
+import { uniform4 } from './scenarios';
+
+/** Just enough of Redis for RankGroup without lockstep: a schedule key, a control stream, written reports. */
+class FakeRedis {
+  schedule: string | null = null;
+  readonly control: Array<[string, string[]]> = [];
+  readonly written: unknown[][] = [];
+  private seq = 0;
+  async xadd(...args: unknown[]): Promise<string> {
+    this.written.push(args);
+    return `${++this.seq}-0`;
+  }
+  async xrevrange(): Promise<Array<[string, string[]]>> {
+    return this.control.slice(-1);
+  }
+  async get(): Promise<string | null> {
+    return this.schedule;
+  }
+  pipeline() {
+    const p = { xadd: (...args: unknown[]) => (this.written.push(args), p), exec: async () => [] };
+    return p;
+  }
+  async xread(_count: string, _n: number, _streams: string, key: string, cursor: string): Promise<Array<[string, Array<[string, string[]]>]> | null> {
+    const after = this.control.filter(([id]) => Number(id.split('-')[0]) > Number(cursor.split('-')[0]));
+    return after.length > 0 ? [[key, after]] : null;
+  }
+  event(type: 'prepare' | 'commit', version: number, effectiveIteration: number): void {
+    this.control.push([`${++this.seq}-0`, ['m', JSON.stringify({ type, protocol: 1, jobId: 'j', version, epoch: 1, effectiveIteration })]]);
+  }
+}
+
+const u4 = uniform4();
+const zb = planPipeline(toPipelineModel(u4), { policy: 'initial' }).run.order;
+const schedule = (version: number, effectiveIteration: number, topology?: TopologyAssignment): PublishedSchedule => ({
+  protocol: 1,
+  jobId: 'j',
+  version,
+  epoch: 1,
+  state: 'committed',
+  effectiveIteration,
+  createdAt: 0,
+  pipelines: [{ dpReplicas: [0, 1], warmup: warmupOf(zb), stages: formatSchedule(zb) }],
+  delegation: [],
+  reason: { kind: topology ? 'remap' : 'initial', links: [], detail: '' },
+  prediction: { previousMs: null, newMs: 390 },
+  ...(topology ? { topology } : {}),
+});
+const inRack: TopologyAssignment = {
+  version: 1,
+  sinceVersion: 2,
+  ranks: [0, 1, 6, 7, 2, 3, 4, 5].map((rank, slot) => ({ rank, dp: slot >> 2, pp: slot & 3 })),
+  rings: [[0, 1], [0, 1], [0, 1], [0, 1]],
+  moved: [2, 3, 4, 5],
+};
+const racks = rackLocalities(8, 4, ['rack-a', 'rack-b']);
+const allReduce = { gradientBytes: [3.5e9, 3.5e9, 3.5e9, 3.5e9] };
+
+describe('RankGroup and topologies', () => {
+  it('registers each rank where it sits, with its locality and the all-reduce when modelled', () => {
+    const job = new EmulatedJob('j', u4, 2, constantDelay({}), DEFAULT_EMULATION, { fabric: staticFabric({ localities: racks }), allReduce, migrationMs: 100 });
+    const reg = new RankGroup(new FakeRedis() as unknown as Redis, job, { lockstep: false, deviceActivations: [8, 8, 8, 8], hostActivations: 64 }).registration();
+    expect(reg.ranks[5]).toEqual({ rank: 5, dp: 1, pp: 1, tp: 0, node: 'emulated-5', locality: 'rack-b' });
+    expect(reg.dataParallel).toEqual({ gradientBytes: allReduce.gradientBytes, chunkBytes: 4194304, inflightChunks: 8 });
+    expect(reg.network).toEqual({ latencyMs: 0.1, nominalGBps: 1000 });
+    const plain = new RankGroup(new FakeRedis() as unknown as Redis, new EmulatedJob('j', u4, 2, constantDelay({}), DEFAULT_EMULATION), { lockstep: false, deviceActivations: [8, 8, 8, 8], hostActivations: 64 }).registration();
+    expect(plain.ranks[5]).toEqual({ rank: 5, dp: 1, pp: 1, tp: 0, node: 'emulated-5' });
+    expect(plain).not.toHaveProperty('dataParallel');
+  });
+
+  it('every rank switches to a committed topology at the schedule\'s effective iteration, once, paying the migration', async () => {
+    const redis = new FakeRedis();
+    const fabric = staticFabric({ localities: racks, localityLinks: [{ between: ['rack-a', 'rack-b'], extraMs: 30 }] });
+    const job = new EmulatedJob('j', u4, 2, constantDelay({}), { ...DEFAULT_EMULATION, jitter: 0 }, { fabric, allReduce, migrationMs: 100 });
+    const group = new RankGroup(redis as unknown as Redis, job, { lockstep: false, deviceActivations: [8, 8, 8, 8], hostActivations: 64 });
+    redis.schedule = JSON.stringify(schedule(1, 0));
+    await group.connect();
+    for (let i = 0; i < 3; i++) await group.step();
+    redis.schedule = JSON.stringify(schedule(2, 5, inRack));
+    redis.event('prepare', 2, 5);
+    redis.event('commit', 2, 5);
+    const results = [];
+    for (let i = 3; i < 9; i++) results.push(await group.step());
+    // A later schedule carrying the same topology version does not move anyone again.
+    redis.schedule = JSON.stringify(schedule(3, 10, inRack));
+    redis.event('prepare', 3, 10);
+    redis.event('commit', 3, 10);
+    for (let i = 9; i < 12; i++) results.push(await group.step());
+
+    expect(group.history.map((h) => h.topologyVersion)).toEqual([0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]);
+    expect(group.history.map((h) => h.versions[0])).toEqual([1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3]);
+    expect(results.map((r) => r.migrationMs)).toEqual([0, 0, 100, 0, 0, 0, 0, 0, 0]);
+    expect(job.rankOf(0, 2)).toBe(6);
+    const before = results[0];
+    const after = results[4];
+    expect(after.iterationMs).toBeLessThan(before.iterationMs / 4);
+    // Reports after the switch name the new neighbours.
+    const rank2 = after.reports.find((r) => r.rank === 2)!;
+    expect(rank2.links.map((l) => [l.kind, l.peer])).toEqual([['pipeline', 3], ['data-parallel', 0]]);
+  });
+});
