@@ -167,6 +167,10 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(job.ringSuccessor(3, 0)).toBe(0);
     const r1 = job.runIteration(1, p4, versions);
     expect(r1.migrationMs).toBe(0); // only rings changed: nobody loads weights
+    // Ranks the assignment lists as moved load their state even if the stage they end up at is theirs.
+    job.applyTopology({ version: 2, sinceVersion: 2, ranks, rings: [[0, 2, 1, 3], [0, 1, 2, 3]], moved: [3] });
+    expect(job.runIteration(2, p4, versions).migrationMs).toBe(job.migrationMs);
+    expect(job.migrationMs).toBe(3000);
     expect(r1.allReduceMs[0]).toBeCloseTo(ringAllReduceMs(m, 0, 4, 20), 9);
     expect(r1.allReduceMs[1]).toBeCloseTo(ringAllReduceMs(m, 1, 4, 0), 9);
     expect(r1.reports.find((x) => x.rank === 0)!.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 4, medianMs: chunkMs(m, 20) });

@@ -49,8 +49,8 @@ export interface ClusterOptions {
   /** Models the data-parallel all-reduce (only when dp > 1). */
   allReduce?: AllReduceConfig;
   /**
-   * One-off cost of a topology switch that changes any rank's stage, ms, added to the iteration at
-   * which it takes effect: the moved ranks load their new stage's weights and optimizer state, in
+   * One-off cost of a topology switch that moves ranks to other stages, ms, added to the iteration
+   * at which it takes effect: the moved ranks load their new stage's weights and optimizer state, in
    * parallel, before that iteration can start (default 3000: a few GB per node over a fast link plus
    * communicator rebuild). A switch that only reorders rings costs nothing.
    */
@@ -183,12 +183,12 @@ export class EmulatedJob {
   }
 
   /**
-   * Switches to `t` from the next iteration on: rebuilds the placement and rings. A rank whose
-   * stage changes loads that stage's weights and optimizer state, so if any does, the next
-   * iteration pays `migrationMs` (the moved ranks load in parallel). The cost follows the ranks
-   * whose stage really changes from the layout they run (what a real rank sees), whatever `moved`
-   * lists: it differs only when a topology version was skipped. Throws on an inconsistent
-   * assignment without changing anything.
+   * Switches to `t` from the next iteration on: rebuilds the placement and rings. The ranks in
+   * `t.moved` load their new stage's weights and optimizer state (protocol), and so does any rank
+   * whose stage differs from the one it runs now (possible when a topology version was skipped);
+   * if any rank loads, the next iteration pays `migrationMs` once (they load in parallel). A
+   * switch that only reorders rings costs nothing. Throws on an inconsistent assignment without
+   * changing anything.
    */
   applyTopology(t: TopologyAssignment): void {
     const S = this.stages;
@@ -223,7 +223,7 @@ export class EmulatedJob {
     nodeAt.forEach((rank, slot) => (this.slotOf[rank] = slot));
     this.rings = t.rings.map((r) => r.slice());
     this.topology = t.version;
-    if (moves > 0) this.pendingMigrationMs = this.migrationMs;
+    if (moves > 0 || t.moved.length > 0) this.pendingMigrationMs = this.migrationMs;
   }
 
   /** Gaussian jitter factor, clipped so an op never takes less than half its time. */
