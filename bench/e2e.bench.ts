@@ -4,7 +4,15 @@
  * - delegation-only: ZeroBubble with CPU delegation toggled on slow links (no re-scheduling);
  * - pipemorph: the real daemon (in this process) and emulated ranks speaking protocol v1 over Redis.
  * The emulator models head-of-line blocking (one GPU-direct send in flight per link direction),
- * delegate queues with a 2% copy cost, 1% op-time jitter. Last line: one JSON document.
+ * delegate queues with a 2% copy cost, 1% op-time jitter.
+ *
+ * Then the paper's data-parallel straggler (sec. 7.3, Fig. 19): (2 DP, 4 PP) on two racks, every
+ * stage's all-reduce ring crossing a rack link that turns slow (+10/20/30 ms) at iteration 5, under
+ * healthy (no slow link), zb-static, falcon (re-map once, 3 iterations after the onset, static
+ * ZeroBubble after: src/emulator/remap-policy.ts) and pipemorph (the daemon: re-map, then adapt).
+ *
+ * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others.
+ * Last line: one JSON document ({ scenarios, dpScenarios }).
  */
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -16,12 +24,19 @@ import { loadConfig } from '../src/daemon/config/load-config';
 import { constantDelay } from '../src/emulator/delay/constant-delay';
 import { DEFAULT_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
 import { RankGroup } from '../src/emulator/rank-group';
-import { Scenario, scenarios } from '../src/emulator/scenarios';
+import { runFalconPolicy } from '../src/emulator/remap-policy';
+import { DpScenario, dpScenarioJob, dpScenarios, Scenario, scenarios } from '../src/emulator/scenarios';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const POLICIES = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph'] as const;
 type Policy = (typeof POLICIES)[number];
+const DP_POLICIES = ['healthy', 'zb-static', 'falcon', 'pipemorph'] as const;
+type DpPolicy = (typeof DP_POLICIES)[number];
+/** Paper, sec. 7.3 / Fig. 19: ZeroBubble degrades up to 8.04x; Falcon's remap 3.6x faster than ZB; PipeMorph 1.96x faster than Falcon. */
+const PAPER_DP = { zbSlowdownUpTo: 8.04, falconOverZb: 3.6, pipemorphOverFalcon: 1.96 };
+const ONLY = (process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? process.env.PIPEMORPH_BENCH_ONLY ?? '').toLowerCase();
+if (!['', 'dp', 'pp'].includes(ONLY)) throw new Error(`PIPEMORPH_BENCH_ONLY / --only must be dp or pp, not ${JSON.stringify(ONLY)}`);
 
 function mean(results: IterationResult[], skip: number): number {
   const kept = results.slice(Math.min(skip, results.length - 1));
@@ -40,20 +55,88 @@ async function startDaemon(): Promise<INestApplication> {
   return app;
 }
 
-async function runPipemorph(redis: Redis, scenario: Scenario, index: number): Promise<IterationResult[]> {
-  const job = new EmulatedJob(`bench-e2e-${index}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
-  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
+async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
+  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations, hostActivations: 64 });
   await group.register();
   await group.connect();
   const results: IterationResult[] = [];
   try {
-    for (let i = 0; i < scenario.iterations; i++) results.push(await group.step());
+    for (let i = 0; i < iterations; i++) results.push(await group.step());
     const mixed = group.history.filter((h) => new Set(h.versions).size > 1);
-    if (mixed.length > 0) throw new Error(`${scenario.name}: ${mixed.length} iterations ran mixed schedule versions`);
+    if (mixed.length > 0) throw new Error(`${name}: ${mixed.length} iterations ran mixed schedule versions`);
   } finally {
     await group.cleanup();
   }
-  return results;
+  return { results, group };
+}
+
+async function runPipemorph(redis: Redis, scenario: Scenario, index: number): Promise<IterationResult[]> {
+  const job = new EmulatedJob(`bench-e2e-${index}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+  return (await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations)).results;
+}
+
+/** The DP scenario with the daemon in the loop: it sees locality and the all-reduce in the registration and DP link reports. */
+async function runPipemorphDp(redis: Redis, scenario: DpScenario, index: number): Promise<{ results: IterationResult[]; remapAt: number | null; reasons: string[] }> {
+  const job = dpScenarioJob(scenario, `bench-e2e-dp-${index}-${Date.now().toString(36)}`);
+  const { results, group } = await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations);
+  const remapAt = results.find((r) => r.topologyVersion > 0)?.iteration ?? null;
+  return { results, remapAt, reasons: group.learned().map((s) => `v${s.version}:${s.reason.kind}@${s.effectiveIteration}`) };
+}
+
+interface DpRow {
+  name: string;
+  extraMs: number;
+  healthyMs: number;
+  policies: Record<DpPolicy, { meanIterationMs: number; slowdown: number }>;
+  falconRemapAt: number | null;
+  falconMoved: number[];
+  pipemorphRemapAt: number | null;
+  pipemorphSchedules: string[];
+  falconOverZb: number;
+  pipemorphOverFalcon: number;
+  pipemorphOverZb: number;
+}
+
+async function runDpScenarios(redis: Redis): Promise<DpRow[]> {
+  const rows: DpRow[] = [];
+  for (const [index, scenario] of dpScenarios().entries()) {
+    const means = {} as Record<DpPolicy, number>;
+    let falconRemapAt: number | null = null;
+    let falconMoved: number[] = [];
+    let pipemorph: Awaited<ReturnType<typeof runPipemorphDp>> | null = null;
+    for (const policy of DP_POLICIES) {
+      const t0 = performance.now();
+      let results: IterationResult[];
+      if (policy === 'healthy') results = runStaticPolicy(dpScenarioJob(scenario, 'healthy', true), 'zb-static', scenario.iterations);
+      else if (policy === 'zb-static') results = runStaticPolicy(dpScenarioJob(scenario, 'static'), 'zb-static', scenario.iterations);
+      else if (policy === 'falcon') {
+        const run = runFalconPolicy(dpScenarioJob(scenario, 'falcon'), scenario.iterations);
+        results = run.results;
+        falconRemapAt = run.remap?.effectiveIteration ?? null;
+        falconMoved = run.remap?.topology.moved ?? [];
+      } else {
+        pipemorph = await runPipemorphDp(redis, scenario, index);
+        results = pipemorph.results;
+      }
+      means[policy] = mean(results, scenario.skip);
+      console.error(`${scenario.name} / ${policy}: ${means[policy].toFixed(1)} ms (${((performance.now() - t0) / 1000).toFixed(1)} s wall)`);
+    }
+    const policies = Object.fromEntries(DP_POLICIES.map((p) => [p, { meanIterationMs: round(means[p]), slowdown: round(means[p] / means.healthy) }])) as DpRow['policies'];
+    rows.push({
+      name: scenario.name,
+      extraMs: scenario.extraMs,
+      healthyMs: round(means.healthy),
+      policies,
+      falconRemapAt,
+      falconMoved,
+      pipemorphRemapAt: pipemorph?.remapAt ?? null,
+      pipemorphSchedules: pipemorph?.reasons ?? [],
+      falconOverZb: round(means['zb-static'] / means.falcon),
+      pipemorphOverFalcon: round(means.falcon / means.pipemorph),
+      pipemorphOverZb: round(means['zb-static'] / means.pipemorph),
+    });
+  }
+  return rows;
 }
 
 async function main(): Promise<void> {
@@ -61,8 +144,9 @@ async function main(): Promise<void> {
   const app = await startDaemon();
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const rows = [];
+  let dpRows: DpRow[] = [];
   try {
-    for (const [index, scenario] of scenarios(trace).entries()) {
+    for (const [index, scenario] of (ONLY === 'dp' ? [] : scenarios(trace)).entries()) {
       const healthyJob = new EmulatedJob('healthy', scenario.profile, 1, constantDelay({}), DEFAULT_EMULATION);
       const healthyMs = mean(runStaticPolicy(healthyJob, 'zb-static', 30), 5);
       const policies: Partial<Record<Policy, { meanIterationMs: number; itersPerMin: number; slowdown: number }>> = {};
@@ -80,12 +164,14 @@ async function main(): Promise<void> {
       const speedup = Object.fromEntries(POLICIES.filter((x) => x !== 'pipemorph').map((x) => [x, round(policies[x]!.meanIterationMs / p)]));
       rows.push({ name: scenario.name, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup });
     }
+    if (ONLY !== 'pp') dpRows = await runDpScenarios(redis);
   } finally {
     await app.close();
     await redis.quit();
   }
-  printTable(rows);
-  console.log(JSON.stringify({ scenarios: rows }));
+  if (rows.length > 0) printTable(rows);
+  if (dpRows.length > 0) printDpTable(dpRows);
+  console.log(JSON.stringify({ scenarios: rows, dpScenarios: dpRows, paperDp: PAPER_DP }));
 }
 
 function round(x: number): number {
@@ -100,6 +186,17 @@ function printTable(rows: Array<{ name: string; healthyMs: number; policies: Par
     const s = r.speedupOfPipemorph;
     console.log([r.name.padEnd(30), r.healthyMs.toFixed(0).padStart(7), ...cells, `  ${s['zb-static']}x / ${s['1f1b-static']}x / ${s['delegation-only']}x`].join(' '));
   }
+}
+
+function printDpTable(rows: DpRow[]): void {
+  console.log(`\nData-parallel straggler (paper sec. 7.3, Fig. 19), mean iteration ms over the steady state, slowdown vs healthy`);
+  const head = ['scenario'.padEnd(34), ...DP_POLICIES.map((p) => p.padStart(16)), '  falcon/zb  pipemorph/falcon  remap at (falcon / pipemorph)'];
+  console.log(head.join(' '));
+  for (const r of rows) {
+    const cells = DP_POLICIES.map((p) => `${r.policies[p].meanIterationMs.toFixed(0)} (${r.policies[p].slowdown.toFixed(2)}x)`.padStart(16));
+    console.log([r.name.padEnd(34), ...cells, `  ${`${r.falconOverZb}x`.padStart(9)}  ${`${r.pipemorphOverFalcon}x`.padStart(16)}  ${r.falconRemapAt ?? '-'} / ${r.pipemorphRemapAt ?? '-'}`].join(' '));
+  }
+  console.log(`paper (Fig. 19, 10/20/30 ms): ZB degrades up to ${PAPER_DP.zbSlowdownUpTo}x; Falcon's remap ${PAPER_DP.falconOverZb}x faster than ZB; PipeMorph ${PAPER_DP.pipemorphOverFalcon}x faster than Falcon`);
 }
 
 main().catch((error) => {

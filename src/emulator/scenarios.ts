@@ -7,6 +7,9 @@ import { constantDelay } from './delay/constant-delay';
 import { DelayModel } from './delay/delay-model.type';
 import { dynamicDelay, PAPER_TRACES } from './delay/dynamic-delay';
 import { parseDelayTrace } from './delay/superpod-trace';
+import { AllReduceConfig, DEFAULT_EMULATION, EmulatedJob, EmulationOptions } from './emulated-job';
+import { Fabric } from './fabric/fabric.type';
+import { rackLocalities, staticFabric } from './fabric/static-fabric';
 
 const ROOT = join(__dirname, '..', '..', ...(__dirname.includes(join('dist', 'src')) ? ['..'] : []));
 
@@ -62,4 +65,66 @@ export function scenarios(superpodTrace?: string): Scenario[] {
     list.push({ name: '8-stage, superpod trace', profile: m8, delays: () => parseDelayTrace(superpodTrace), iterations: trace.suggestedIterations ?? 1100, skip: 0, deviceActivations: caps(m8, 16) });
   }
   return list;
+}
+
+/** Per-stage gradient bytes of GPT 7B split over 4 pipeline stages, bf16 (7e9 params x 2 bytes / 4). */
+export const GPT7B_STAGE_GRADIENT_BYTES = 3.5e9;
+
+/**
+ * The paper's data-parallel straggler (sec. 2.2 and 7.3, Fig. 3 and 19): (2 DP, 4 PP), one node
+ * per rank. Replica 0 (ranks 0-3) sits on rack A, replica 1 (ranks 4-7) on rack B, so every stage's
+ * two-member ring crosses the racks: a slow uplink between them is a slow data-parallel link.
+ * The all-reduce of 3.5 GB per stage in 4 MiB chunks, 8 in flight, over 50 GB/s links with 10 us
+ * latency takes about 70 ms healthy and is latency bound once the link is slow.
+ */
+export interface DpScenario {
+  name: string;
+  profile: PipelineProfile;
+  dp: number;
+  /** Extra one-way delay on the rack A - rack B link once slow, ms. */
+  extraMs: number;
+  /** First iteration the rack link is slow. */
+  fromIteration: number;
+  /** The fabric with the slow rack link, and the same racks healthy. */
+  fabric: () => Fabric;
+  healthyFabric: () => Fabric;
+  allReduce: AllReduceConfig;
+  iterations: number;
+  skip: number;
+  deviceActivations: number[];
+}
+
+export const RACKS = ['rack-a', 'rack-b'] as const;
+
+export function dpRackScenario(extraMs: number, fromIteration = 5): DpScenario {
+  const u4 = uniform4();
+  const dp = 2;
+  const localities = rackLocalities(dp * u4.stages, u4.stages, RACKS);
+  return {
+    name: `(2 DP, 4 PP), rack link +${extraMs} ms`,
+    profile: u4,
+    dp,
+    extraMs,
+    fromIteration,
+    fabric: () => staticFabric({ localities, localityLinks: [{ between: RACKS, extraMs, from: fromIteration }] }),
+    healthyFabric: () => staticFabric({ localities }),
+    allReduce: { gradientBytes: new Array(u4.stages).fill(GPT7B_STAGE_GRADIENT_BYTES), chunkBytes: 4 * 1024 * 1024, inflightChunks: 8, ringLatencyMs: 0.01, ringGBps: 50 },
+    iterations: 60,
+    skip: 30,
+    deviceActivations: caps(u4, 8),
+  };
+}
+
+/** The three rows of the paper's Fig. 19: 10, 20 and 30 ms on the rack link from iteration 5. */
+export function dpScenarios(): DpScenario[] {
+  return [10, 20, 30].map((ms) => dpRackScenario(ms));
+}
+
+/** The emulated job of a DP scenario (healthy: same racks, no slow link). */
+export function dpScenarioJob(scenario: DpScenario, jobId: string, healthy = false, options: EmulationOptions = DEFAULT_EMULATION, migrationMs?: number): EmulatedJob {
+  return new EmulatedJob(jobId, scenario.profile, scenario.dp, constantDelay({}), options, {
+    fabric: healthy ? scenario.healthyFabric() : scenario.fabric(),
+    allReduce: scenario.allReduce,
+    ...(migrationMs !== undefined ? { migrationMs } : {}),
+  });
 }
