@@ -41,6 +41,12 @@ const inRack: TopologyAssignment = {
   moved: [2, 3, 4, 5],
 };
 
+
+/** One ring chunk from send to arrival: latency, the link's extra delay, transfer. */
+function messageMs(m: AllReduceModel, extraMs: number): number {
+  return m.latencyMs + extraMs + m.chunkBytes / (m.gbps * 1e6);
+}
+
 describe('EmulatedJob without fabric or all-reduce', () => {
   it('produces exactly the numbers it did before topologies existed', () => {
     // Pinned from the emulator before fabric, all-reduce and placements were added.
@@ -81,7 +87,7 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(r.iterationMs).toBeLessThan(Math.max(...r.replicaMs) + ringMs + 1e-6);
     expect(job.clockMs).toBe(r.iterationMs);
     expect(r.reports.every((x) => x.iterationMs === r.iterationMs)).toBe(true);
-    expect(job.dataParallelSpec()).toEqual({ gradientBytes: allReduce.gradientBytes, chunkBytes: 4194304, inflightChunks: 8 });
+    expect(job.dataParallelSpec()).toEqual({ gradientBytes: allReduce.gradientBytes, chunkBytes: 4194304, inflightChunks: 8, gbps: 50, latencyMs: 0.01 });
   });
 
   it('defaults: 4 MiB chunks, 8 in flight, 10 us, 50 GB/s; not modelled for a single replica', () => {
@@ -103,21 +109,21 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(r.replicaMs).toEqual(healthy.replicaMs);
   });
 
-  it('reports each rank\'s outgoing ring link: the successor in its stage, per-chunk time of that link, chunks per iteration', () => {
+  it('reports each rank\'s outgoing ring link: the successor in its stage, one chunk\'s send-to-arrival time on that link, chunks per iteration', () => {
     const job = new EmulatedJob('x', u4, 2, constantDelay({}), noJitter, { fabric: slowRacks(30), allReduce });
     const r = job.runIteration(0, plans(), versions);
     for (const report of r.reports) {
       const dpLinks = report.links.filter((l) => l.kind === 'data-parallel');
       expect(dpLinks).toHaveLength(1);
       const peer = report.rank < 4 ? report.rank + 4 : report.rank - 4;
-      expect(dpLinks[0]).toEqual({ peer, kind: 'data-parallel', bytes: 4194304, medianMs: chunkMs(model, 30), maxMs: chunkMs(model, 30), count: 835, delegated: false, error: null });
+      expect(dpLinks[0]).toEqual({ peer, kind: 'data-parallel', bytes: 4194304, medianMs: messageMs(model, 30), maxMs: messageMs(model, 30), count: 835, delegated: false, error: null });
     }
     expect(chunkMs(model, 30)).toBeCloseTo(30.01 / 8, 9);
     // With jitter, the per-chunk time follows the rank's op-time factor (no extra random draws).
     const jittery = new EmulatedJob('j', u4, 2, constantDelay({}), { ...DEFAULT_EMULATION, seed: 9 }, { fabric: slowRacks(30), allReduce }).runIteration(0, plans(), versions);
     for (const report of jittery.reports) {
       const l = report.links.find((x) => x.kind === 'data-parallel')!;
-      expect(l.medianMs).toBeCloseTo(chunkMs(model, 30) * (report.computeMs.f / 10), 9);
+      expect(l.medianMs).toBeCloseTo(messageMs(model, 30) * (report.computeMs.f / 10), 9);
       expect(l.maxMs).toBeGreaterThan(l.medianMs);
     }
   });
@@ -145,7 +151,7 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(after.iterationMs).toBeGreaterThan(iterationWithAllReduceMs(model, [0, 1].map(() => finish(Float64Array.from([0, 30, 0]))), [0, 0, 0, 0]) - 1e-6);
     const rank1 = after.reports.find((x) => x.rank === 1)!;
     expect(rank1.links.find((l) => l.kind === 'pipeline' && l.peer === 6)!.medianMs).toBeCloseTo(30.1, 6);
-    expect(rank1.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 3, medianMs: chunkMs(model, 0) });
+    expect(rank1.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 3, medianMs: messageMs(model, 0) });
     const rank4 = after.reports.find((x) => x.rank === 4)!;
     expect(rank4.links.map((l) => l.peer).sort()).toEqual([3, 5, 6]);
   });
@@ -173,8 +179,8 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(job.migrationMs).toBe(3000);
     expect(r1.allReduceMs[0]).toBeCloseTo(ringAllReduceMs(m, 0, 4, 20), 9);
     expect(r1.allReduceMs[1]).toBeCloseTo(ringAllReduceMs(m, 1, 4, 0), 9);
-    expect(r1.reports.find((x) => x.rank === 0)!.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 4, medianMs: chunkMs(m, 20) });
-    expect(r1.reports.find((x) => x.rank === 4)!.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 2, medianMs: chunkMs(m, 0) });
+    expect(r1.reports.find((x) => x.rank === 0)!.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 4, medianMs: messageMs(m, 20) });
+    expect(r1.reports.find((x) => x.rank === 4)!.links.find((l) => l.kind === 'data-parallel')).toMatchObject({ peer: 2, medianMs: messageMs(m, 0) });
   });
 
   it('rejects an inconsistent topology and keeps the one in force', () => {

@@ -4,7 +4,7 @@ import { toPipelineModel } from '../core/pipeline/pipeline-model';
 import { PipelineProfile } from '../core/pipeline/pipeline-profile.type';
 import { Schedule } from '../core/pipeline/schedule.type';
 import { seededRandom } from '../core/planner/seeded-random';
-import { chunkMs, iterationWithAllReduceMs, ringAllReduceMs, ringMessages, validateAllReduceModel } from '../core/topology/all-reduce';
+import { iterationWithAllReduceMs, ringAllReduceMs, ringMessages, validateAllReduceModel } from '../core/topology/all-reduce';
 import { stageFinishTimes } from '../core/topology/stage-finish';
 import { AllReduceModel, Placement } from '../core/topology/topology.type';
 import { InputError } from '../core/input-error';
@@ -179,7 +179,7 @@ export class EmulatedJob {
   /** The all-reduce as a registration announces it, or undefined when not modelled. */
   dataParallelSpec(): DataParallelSpec | undefined {
     const m = this.allReduce;
-    return m ? { gradientBytes: m.gradientBytes.slice(), chunkBytes: m.chunkBytes, inflightChunks: m.inflight } : undefined;
+    return m ? { gradientBytes: m.gradientBytes.slice(), chunkBytes: m.chunkBytes, inflightChunks: m.inflight, gbps: m.gbps, latencyMs: m.latencyMs } : undefined;
   }
 
   /**
@@ -346,8 +346,9 @@ export class EmulatedJob {
 
   /**
    * Rank (dp, pp)'s outgoing data-parallel ring link: to the rank of its ring successor in its
-   * stage, the time one chunk holds the link given that link's own extra delay (core chunkMs),
-   * scaled by the rank's op-time jitter of this iteration (no extra random draws).
+   * stage, the time one chunk takes from send to arrival (latency + extra delay + transfer; several
+   * are in flight, so the ring's pace is the core's chunkMs), scaled by the rank's op-time jitter
+   * of this iteration (no extra random draws).
    */
   private dataParallelSample(dp: number, pp: number, iteration: number, opMs: number[][]): LinkSample | null {
     const model = this.allReduce;
@@ -358,7 +359,7 @@ export class EmulatedJob {
     const peer = this.rankOf(this.ringSuccessor(dp, pp), pp);
     const extra = this.fabric ? this.fabric.pairExtraMs(from, peer, iteration) : 0;
     const jitter = this.profile.fMs[pp] > 0 ? opMs[pp][0] / this.profile.fMs[pp] : 1;
-    const medianMs = chunkMs(model, extra) * jitter;
+    const medianMs = (model.latencyMs + extra + model.chunkBytes / (model.gbps * 1e6)) * jitter;
     return { peer, kind: 'data-parallel', bytes: model.chunkBytes, medianMs, maxMs: medianMs * (1 + 2 * this.options.jitter), count, delegated: false, error: null };
   }
 }

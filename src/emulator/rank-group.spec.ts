@@ -69,7 +69,7 @@ describe('RankGroup and topologies', () => {
     const job = new EmulatedJob('j', u4, 2, constantDelay({}), DEFAULT_EMULATION, { fabric: staticFabric({ localities: racks }), allReduce, migrationMs: 100 });
     const reg = new RankGroup(new FakeRedis() as unknown as Redis, job, { lockstep: false, deviceActivations: [8, 8, 8, 8], hostActivations: 64 }).registration();
     expect(reg.ranks[5]).toEqual({ rank: 5, dp: 1, pp: 1, tp: 0, node: 'emulated-5', locality: 'rack-b' });
-    expect(reg.dataParallel).toEqual({ gradientBytes: allReduce.gradientBytes, chunkBytes: 4194304, inflightChunks: 8 });
+    expect(reg.dataParallel).toEqual({ gradientBytes: allReduce.gradientBytes, chunkBytes: 4194304, inflightChunks: 8, gbps: 50, latencyMs: 0.01 });
     expect(reg.network).toEqual({ latencyMs: 0.1, nominalGBps: 1000 });
     const plain = new RankGroup(new FakeRedis() as unknown as Redis, new EmulatedJob('j', u4, 2, constantDelay({}), DEFAULT_EMULATION), { lockstep: false, deviceActivations: [8, 8, 8, 8], hostActivations: 64 }).registration();
     expect(plain.ranks[5]).toEqual({ rank: 5, dp: 1, pp: 1, tp: 0, node: 'emulated-5' });

@@ -38,6 +38,9 @@ export interface DataParallelSpec {
   chunkBytes?: number;
   /** Ring messages in flight per link (default 8). */
   inflightChunks?: number;
+  /** Healthy ring link bandwidth, GB/s, and one-way latency, ms (default: `network`, else 25 GB/s and 0). */
+  gbps?: number;
+  latencyMs?: number;
 }
 
 export type LinkKind = 'pipeline' | 'data-parallel';

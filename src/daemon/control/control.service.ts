@@ -33,7 +33,7 @@ export class ControlService {
 
   private async step(job: JobRuntime, now: number, span: Span): Promise<void> {
     await this.publisher.expire(job, now);
-    if (job.handshake || job.pendingTopology) {
+    if (job.handshake || job.pendingTopology || job.maxIteration < job.holdUntilIteration) {
       // One switch at a time: what changed meanwhile is decided once this one ends. After a
       // committed re-map, until the ranks run it the detector still describes the old layout.
       job.needsEvaluation = true;

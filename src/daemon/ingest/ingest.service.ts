@@ -110,7 +110,7 @@ export class IngestService {
     for (const entry of entries.slice(start)) {
       try {
         const message = parseReportStreamMessage(entry.message, job.jobId);
-        if (message.type !== 'report' || !job.positionOf.has(message.rank) || !job.layoutOf(message.scheduleVersion)) continue;
+        if (message.type !== 'report' || !job.positionOf.has(message.rank) || !job.layoutOf(message.scheduleVersion, message.iteration)) continue;
         job.detector.observe(message.rank, message.iteration, message.computeMs, message.links.map(toObservation));
         job.noteIteration(message.rank, message.iteration, Date.now(), false);
       } catch {
@@ -207,7 +207,7 @@ export class IngestService {
   }
 
   private handleReport(job: JobRuntime, report: RankReport, now: number): boolean {
-    if (!job.layoutOf(report.scheduleVersion)) {
+    if (!job.layoutOf(report.scheduleVersion, report.iteration)) {
       // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
       job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
       this.metrics.ingestMessages.inc({ type: 'report', result: 'stale_layout' });

@@ -34,6 +34,8 @@ export class JobRuntime {
   /** A committed re-map the ranks have not reached yet: applied at the first report of its schedule version. */
   pendingTopology: TopologyAssignment | null = null;
   lastRemapAt = 0;
+  /** No decisions before the ranks reach this iteration: the detector was rebuilt for a new layout. */
+  holdUntilIteration = -1;
   /** Reports of an older layout than the one applied (they arrive around a switch): counted, not used. */
   staleLayoutReports = 0;
   readonly lastSeenAt = new Map<number, number>();
@@ -98,8 +100,12 @@ export class JobRuntime {
    * Whether a report of schedule version `version` describes the layout in force, applying a
    * pending re-map at the first report that runs it. Reports of an older layout are not used.
    */
-  layoutOf(version: number): boolean {
-    if (this.pendingTopology && version >= this.pendingTopology.sinceVersion) this.applyTopology(this.pendingTopology);
+  layoutOf(version: number, iteration: number): boolean {
+    if (this.pendingTopology && version >= this.pendingTopology.sinceVersion) {
+      this.applyTopology(this.pendingTopology);
+      // The fresh detector needs as many samples as hysteresis asks before its word counts.
+      this.holdUntilIteration = iteration + Math.max(this.detection.enterAfter, this.detection.leaveAfter);
+    }
     if (this.topology && version < this.topology.sinceVersion) {
       this.staleLayoutReports++;
       return false;
@@ -162,8 +168,8 @@ export class JobRuntime {
     if (!dp) return null;
     return {
       gradientBytes: dp.gradientBytes,
-      latencyMs: this.spec.network?.latencyMs ?? 0,
-      gbps: this.spec.network?.nominalGBps ?? DEFAULT_RING_GBPS,
+      latencyMs: dp.latencyMs ?? this.spec.network?.latencyMs ?? 0,
+      gbps: dp.gbps ?? this.spec.network?.nominalGBps ?? DEFAULT_RING_GBPS,
       chunkBytes: dp.chunkBytes ?? DEFAULT_CHUNK_BYTES,
       inflight: dp.inflightChunks ?? DEFAULT_INFLIGHT_CHUNKS,
     };
