@@ -83,5 +83,25 @@ describe('daemon + emulated job: a slow data-parallel boundary', () => {
     // No flapping: one re-map, and the layout stays.
     expect(learned.filter((s) => s.reason.kind === 'remap')).toHaveLength(1);
     expect(results[results.length - 1].topologyVersion).toBe(1);
+
+    // The daemon runs the new layout too: its rebuilt detector sees the boundary as a pipeline straggler, no ring straggles.
+    const view = (await (await fetch(`${daemon!.url}/jobs/${group.job.jobId}`)).json()) as {
+      topology: { version: number; pendingVersion: number | null };
+      stragglers: { pipeline: Array<{ link: number; upRank: number; downRank: number }>; dataParallel: unknown[] };
+    };
+    expect(view.topology).toMatchObject({ version: 1, pendingVersion: null });
+    expect(view.stragglers.dataParallel).toEqual([]);
+    expect(view.stragglers.pipeline.map((l) => [l.link, l.upRank, l.downRank])).toEqual([0, 1].map((dp) => [crossing, at(dp, crossing), at(dp, crossing + 1)]));
+
+    // A daemon replica that takes the job over adopts the re-mapped layout from the committed schedule.
+    await daemon!.app.close();
+    daemon = await startDaemon(testConfig((c) => (c.remap.minIntervalMs = 0), REDIS_URL));
+    const more: IterationResult[] = [];
+    for (let i = 0; i < 15; i++) more.push(await group.step());
+    const adopted = (await (await fetch(`${daemon.url}/jobs/${group.job.jobId}`)).json()) as { epoch: number; topology: { version: number } };
+    expect(adopted.epoch).toBeGreaterThan(1);
+    expect(adopted.topology.version).toBe(1);
+    expect(group.learned().filter((s) => s.reason.kind === 'remap' || s.reason.kind === 'recovery')).toHaveLength(1);
+    expect(mean(more)).toBeLessThan(1.3 * healthy);
   });
 });

@@ -25,6 +25,12 @@ function summary(job: JobRuntime) {
     stragglers: job.detector.activeStragglerCount(),
     delegatedRanks: job.committed?.delegation.length ?? 0,
     staleRanks: [...job.staleRanks],
+    topology: {
+      version: job.topology?.version ?? 0,
+      sinceVersion: job.topology?.sinceVersion ?? null,
+      pendingVersion: job.pendingTopology?.version ?? null,
+      staleLayoutReports: job.staleLayoutReports,
+    },
   };
 }
 
