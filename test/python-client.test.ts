@@ -187,3 +187,45 @@ describe('Python reference rank (redis-py) against the real daemon', () => {
     expect(detail.counters!.duplicates).toBe(0);
   });
 });
+
+describe('Python reference rank: topology changes (protocol sec. 5.5)', () => {
+  it('moves a rank to its new (dp, pp) when the agreed schedule carries a new topology version, and only then', async () => {
+    const topoJob = `test-py-topo-${process.pid}-${Date.now().toString(36)}`;
+    const k = jobKeys(topoJob);
+    const ops = (n: number) => [...Array.from({ length: n }, (_, j) => `F${j}`), ...Array.from({ length: n }, (_, j) => `B${j}`), ...Array.from({ length: n }, (_, j) => `W${j}`)];
+    const schedule: PublishedSchedule = {
+      protocol: 1, jobId: topoJob, version: 7, epoch: 1, state: 'committed', effectiveIteration: 40, createdAt: Date.now(),
+      pipelines: [{ dpReplicas: [0, 1], warmup: [2, 1], stages: [ops(2), ops(2)] }],
+      delegation: [{ rank: 2, sendQueues: 3, recvQueues: 3 }],
+      reason: { kind: 'remap', links: [{ kind: 'data-parallel', fromRank: 0, toRank: 2, extraMs: 30, error: null }], detail: 'test' },
+      prediction: { previousMs: 900, newMs: 300 },
+      // Ranks 1 and 2 swap: rank 2 (was dp 1, pp 0) now runs stage 1 of replica 0.
+      topology: { version: 1, sinceVersion: 7, ranks: [{ rank: 0, dp: 0, pp: 0 }, { rank: 2, dp: 0, pp: 1 }, { rank: 1, dp: 1, pp: 0 }, { rank: 3, dp: 1, pp: 1 }], rings: [[0, 1], [0, 1]], moved: [1, 2] },
+    };
+    await redis.set(k.schedule, JSON.stringify(schedule));
+    const script = `
+import json, sys, redis
+sys.path.insert(0, ${JSON.stringify(join(__dirname, '../clients/python'))})
+from pipemorph_rank import PipemorphRank
+r = PipemorphRank(redis.Redis.from_url(${JSON.stringify(DB_URL)}), ${JSON.stringify(topoJob)}, rank=2, dp=1, pp=0)
+ops, toggle = r.schedule_for(7)
+first = r.topology_change
+r.topology_change = None
+again = r.schedule_for(7)
+print(json.dumps({"dp": r.dp, "pp": r.pp, "ops": ops[:2], "toggle": toggle, "change": first, "topologyVersion": r.topology_version, "second": r.topology_change}))`;
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(PYTHON, ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => (stdout += c));
+      child.stderr.on('data', (c) => (stderr += c));
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    await redis.del(...Object.values(k));
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const out = JSON.parse(result.stdout);
+    expect(out).toMatchObject({ dp: 0, pp: 1, ops: ['F0', 'F1'], toggle: { sendQueues: 3, recvQueues: 3 }, topologyVersion: 1, second: null });
+    expect(out.change.moved).toEqual([1, 2]);
+  });
+});
