@@ -5,7 +5,7 @@ import { formatSchedule } from '../../core/pipeline/schedule';
 import { Ack, ControlEvent, PublishedSchedule } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
-import { MetricsService } from '../metrics/metrics.service';
+import { AbortReason, MetricsService } from '../metrics/metrics.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
 import { currentTraceId, inSpan } from '../tracing/tracer';
 
@@ -57,6 +57,7 @@ export class SchedulePublisher {
     job.counters.prepares++;
     job.handshake = { schedule, deadline: now + this.config.handshake.prepareTimeoutMs, acked: new Set(), decision };
     this.metrics.handshakeOpen.set({ job: job.jobId }, 1);
+    this.metrics.unackedRanks.set({ job: job.jobId }, job.reporting.length);
     this.logger.log(`job ${job.jobId}: prepared version ${schedule.version} for iteration ${effectiveIteration} (${decision.kind}: ${decision.detail})`);
   }
 
@@ -64,10 +65,11 @@ export class SchedulePublisher {
     const open = job.handshake;
     if (!open || ack.version !== open.schedule.version || ack.epoch !== job.epoch) return; // late or duplicate: harmless
     if (!ack.accepted) {
-      await this.abort(job, `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
+      await this.abort(job, 'refused', `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
       return;
     }
     open.acked.add(ack.rank);
+    this.metrics.unackedRanks.set({ job: job.jobId }, job.reporting.filter((r) => !open.acked.has(r.rank)).length);
     if (job.reporting.every((r) => open.acked.has(r.rank))) await this.commit(job, now);
   }
 
@@ -76,7 +78,7 @@ export class SchedulePublisher {
     const open = job.handshake;
     if (!open || now < open.deadline) return;
     const silent = job.reporting.filter((r) => !open.acked.has(r.rank)).map((r) => r.rank);
-    await this.abort(job, `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
+    await this.abort(job, 'timeout', `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
   }
 
   /** Under a new epoch, a prepare left by the previous owner is dropped: it can no longer be committed. */
@@ -84,6 +86,7 @@ export class SchedulePublisher {
     const event: ControlEvent = { ...this.event('abort', pending), epoch: job.epoch, reason: 'daemon replica changed' };
     const result = await this.store.abort(job.jobId, job.epoch, event, this.config.ingest.controlMaxLen);
     this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    if (result === 'ok') this.metrics.handshakeAborts.inc({ job: job.jobId, reason: 'replica_changed' });
   }
 
   private async commit(job: JobRuntime, now: number): Promise<void> {
@@ -93,6 +96,7 @@ export class SchedulePublisher {
     this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     job.handshake = null;
     this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metrics.unackedRanks.set({ job: job.jobId }, 0);
     if (result === 'ok') {
       job.counters.commits++;
       job.abortStreak = 0;
@@ -103,12 +107,14 @@ export class SchedulePublisher {
     }
   }
 
-  private async abort(job: JobRuntime, reason: string, now: number): Promise<void> {
+  private async abort(job: JobRuntime, cause: AbortReason, reason: string, now: number): Promise<void> {
     const open = job.handshake!;
     const result = await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen);
     this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    this.metrics.handshakeAborts.inc({ job: job.jobId, reason: cause });
     job.handshake = null;
     this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metrics.unackedRanks.set({ job: job.jobId }, 0);
     job.counters.aborts++;
     job.abortStreak++;
     job.notBefore = now + Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (job.abortStreak - 1));
@@ -120,8 +126,7 @@ export class SchedulePublisher {
     job.committed = schedule;
     job.lastPublishAt = now;
     job.notBefore = now + this.config.control.minReplanIntervalMs;
-    this.metrics.scheduleVersion.set({ job: job.jobId }, schedule.version);
-    this.metrics.delegatedRanks.set({ job: job.jobId }, schedule.delegation.length);
+    this.metrics.scheduleInForce(job.jobId, schedule.version, schedule.createdAt, schedule.delegation.length);
   }
 
   /**
