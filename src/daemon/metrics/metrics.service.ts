@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DecisionKind } from '../../core/control/control-decision.type';
 import { FencedResult } from '../store/job-store.repository';
@@ -15,6 +17,19 @@ export const STRAGGLER_KINDS = ['pipeline', 'data_parallel', 'compute'] as const
 export const PREDICTION_SCHEDULES = ['current', 'static', 'healthy'] as const;
 export const INGEST_TYPES = ['register', 'registered', 'report', 'ack', 'unknown'] as const;
 export const INGEST_RESULTS = ['accepted', 'rejected', 'duplicate'] as const;
+
+/** The version in pipemorph's package.json, found upwards from this file (source tree, dist/ or the container's /app). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'pipemorph' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    if (dirname(dir) === dir) return 'unknown';
+  }
+}
 
 /**
  * The daemon's only metric declarations, in one registry with the default process metrics.
@@ -138,7 +153,7 @@ export class MetricsService {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-    this.buildInfo.set({ version: process.env.npm_package_version ?? '0.1.0', node: process.version }, 1);
+    this.buildInfo.set({ version: packageVersion(), node: process.version }, 1);
     // Counters exist from the start, so rate() and increase() see the first event.
     for (const type of INGEST_TYPES) for (const result of INGEST_RESULTS) this.ingestMessages.inc({ type, result }, 0);
   }
