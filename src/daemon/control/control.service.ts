@@ -33,6 +33,7 @@ export class ControlService {
   private async step(job: JobRuntime, now: number, span: Span): Promise<void> {
     if (job.released) return; // another runtime (or replica) decides for this job now
     await this.publisher.expire(job, now);
+    if (job.released) return; // let go while expiring
     const started = performance.now();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);

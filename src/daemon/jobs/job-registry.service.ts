@@ -98,7 +98,7 @@ export class JobRegistry {
       this.metrics.forgetJob(jobId, previous.spec.stages);
     }
     this.metrics.initJob(jobId, epoch);
-    if (job.committed) this.metrics.scheduleInForce(jobId, job.committed.version, job.committed.createdAt, job.committed.delegation.length);
+    if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);
     if (pending) await this.publisher.abandonPending(job, pending);
     this.owned.set(jobId, job);
     this.byReportsStream.set(keys.reports, job);

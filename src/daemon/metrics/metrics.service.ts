@@ -153,6 +153,9 @@ export class MetricsService {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // prom-client's three *_total gauges break the _total-is-a-counter convention (promtool check
+    // metrics reports them); each is the sum over `type` of the gauge of the same name without it.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
     this.buildInfo.set({ version: packageVersion(), node: process.version }, 1);
     // Counters exist from the start, so rate() and increase() see the first event.
     for (const type of INGEST_TYPES) for (const result of INGEST_RESULTS) this.ingestMessages.inc({ type, result }, 0);
@@ -183,10 +186,14 @@ export class MetricsService {
     for (const reason of ABORT_REASONS) this.handshakeAborts.remove({ job: jobId, reason });
   }
 
-  /** Records a schedule that became the committed one (published, or found in Redis on adoption). */
-  scheduleInForce(jobId: string, version: number, createdAtMs: number, delegatedRanks: number): void {
-    this.scheduleVersion.set({ job: jobId }, version);
-    this.scheduleCommitted.set({ job: jobId }, createdAtMs / 1000);
-    this.delegatedRanks.set({ job: jobId }, delegatedRanks);
+  /**
+   * Records a schedule that became the committed one (published, or found in Redis on adoption),
+   * with the iteration time predicted for it when it was decided (the next control step refines it).
+   */
+  scheduleInForce(jobId: string, schedule: { version: number; createdAt: number; delegation: unknown[]; prediction: { newMs: number } }): void {
+    this.scheduleVersion.set({ job: jobId }, schedule.version);
+    this.scheduleCommitted.set({ job: jobId }, schedule.createdAt / 1000);
+    this.delegatedRanks.set({ job: jobId }, schedule.delegation.length);
+    if (Number.isFinite(schedule.prediction.newMs)) this.predictedIteration.set({ job: jobId, schedule: 'current' }, schedule.prediction.newMs / 1000);
   }
 }
