@@ -8,7 +8,6 @@ import { FencedResult } from '../store/job-store.repository';
 /** Every value a label can take (bounded cardinality), also what forgetJob removes. Typed so a new kind or result must be listed here. */
 export const REPLAN_KINDS = Object.keys({ initial: 1, straggler: 1, recovery: 1, 'nic-failure': 1 } satisfies Record<DecisionKind, 1>) as DecisionKind[];
 export const PUBLISH_OUTCOMES = ['prepared', 'committed', 'aborted', ...Object.keys({ fenced: 1, busy: 1, stale: 1 } satisfies Record<Exclude<FencedResult, 'ok'>, 1>)] as const;
-export type PublishOutcome = (typeof PUBLISH_OUTCOMES)[number];
 /** Why a prepared schedule was aborted: a rank refused it, not every rank acknowledged in time, or a new owner dropped the old owner's prepare. */
 export const ABORT_REASONS = ['refused', 'timeout', 'replica_changed'] as const;
 export type AbortReason = (typeof ABORT_REASONS)[number];
@@ -36,7 +35,7 @@ function packageVersion(): string {
  * Labels stay bounded: job, pipeline link index, and enumerated kinds, outcomes and reasons;
  * never a rank or a rank pair (per-rank detail is in the HTTP API). Names follow Prometheus
  * conventions: prefix pipemorph_, base units (seconds), _total for counters.
- * docs/operations.md describes every metric; test/ops-metrics.test.ts keeps that list complete.
+ * docs/operations.md#metrics describes every metric; test/ops-docs.test.ts keeps that list complete.
  */
 @Injectable()
 export class MetricsService {
