@@ -13,7 +13,7 @@ import { uniform4 } from '../src/emulator/scenarios';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
 
-const REDIS_URL = redisUrlFor(12);
+const REDIS_URL = redisUrlFor(14);
 const redis = new Redis(REDIS_URL);
 let daemon: { app: INestApplication; url: string } | null = null;
 const groups: RankGroup[] = [];
@@ -90,6 +90,9 @@ describe('daemon + emulated job: a slow data-parallel boundary', () => {
       stragglers: { pipeline: Array<{ link: number; upRank: number; downRank: number }>; dataParallel: unknown[] };
     };
     expect(view.topology).toMatchObject({ version: 1, pendingVersion: null });
+    const scrape = await (await fetch(`${daemon!.url}/metrics`)).text();
+    expect(scrape).toContain(`pipemorph_topology_version{job="${group.job.jobId}"} 1`);
+    expect(scrape).toMatch(new RegExp(`pipemorph_replans_total\\{job="${group.job.jobId}",kind="remap"\\} 1\\b`));
     expect(view.stragglers.dataParallel).toEqual([]);
     expect(view.stragglers.pipeline.map((l) => [l.link, l.upRank, l.downRank])).toEqual([0, 1].map((dp) => [crossing, at(dp, crossing), at(dp, crossing + 1)]));
 

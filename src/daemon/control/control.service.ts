@@ -10,12 +10,17 @@ import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { inSpan } from '../tracing/tracer';
 
+/** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
+const HEALTHY_REFRESH_MS = 10000;
+
 /**
  * One control step for a job: detection snapshot -> decision (pure core) -> publish.
  * Steps of one job never overlap (JobRuntime.serialize); different jobs are independent.
  */
 @Injectable()
 export class ControlService {
+  private readonly healthy = new WeakMap<JobRuntime, { at: number; ms: number }>();
+
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
@@ -32,17 +37,19 @@ export class ControlService {
   }
 
   private async step(job: JobRuntime, now: number, span: Span): Promise<void> {
+    if (job.released) return; // another runtime (or replica) decides for this job now
     await this.publisher.expire(job, now);
+    if (job.released) return; // let go while expiring
+    const started = performance.now();
+    const snapshot = job.detector.snapshot();
+    this.recordDetection(job, snapshot);
     if (job.handshake || job.pendingTopology || job.maxIteration < job.holdUntilIteration) {
       // One switch at a time: what changed meanwhile is decided once this one ends. After a
       // committed re-map, until the ranks run it the detector still describes the old layout.
       job.needsEvaluation = true;
       return;
     }
-    const started = performance.now();
-    const snapshot = job.detector.snapshot();
     const input = job.controlInput(snapshot, job.committed ? job.topologyView(snapshot, now, this.config.remap.minIntervalMs) : undefined);
-    this.recordDetection(job, snapshot);
     this.updateTolerances(job, input);
     const urgent = this.nicFailureWithoutDelegation(job, input);
     if (job.committed && now < job.notBefore && !urgent) {
@@ -60,12 +67,29 @@ export class ControlService {
     this.metrics.planningDuration.observe((performance.now() - started) / 1000);
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
+    this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, this.healthyMs(job, input, now) / 1000);
     job.needsEvaluation = false;
     const decision = outcome.decision;
     if (!decision) return;
     this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
     if (!job.committed) await this.publisher.publishInitial(job, decision, now);
     else await this.publisher.prepare(job, decision, now);
+  }
+
+  /**
+   * Predicted iteration time of the initial plan with every link back at its learned baseline: the
+   * yardstick for "the schedule in force cannot absorb the straggler" (docs/operations.md). The same
+   * pure decision on the input with the extra delays removed; recomputed every HEALTHY_REFRESH_MS
+   * once the baselines are learned.
+   */
+  private healthyMs(job: JobRuntime, input: JobControlInput, now: number): number {
+    const cached = this.healthy.get(job);
+    if (cached && now - cached.at < HEALTHY_REFRESH_MS) return cached.ms;
+    const healthyInput: JobControlInput = { ...input, current: null, links: input.links.map((l) => ({ ...l, extraMs: 0, straggler: false, nicFailure: false })) };
+    const ms = decideControl(healthyInput, this.config.control).predictedStaticMs;
+    // Until every link has a learned baseline the value is provisional: recomputed at the next step.
+    if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
+    return ms;
   }
 
   /** A failed NIC leaves only the delegated path: switch at once, whatever the re-plan interval or back-off. */

@@ -72,6 +72,7 @@ export class IngestService {
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
         const batches = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
         this.lastBatchAt = Date.now();
+        this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
         this.metrics.ingestErrors.inc();
@@ -182,7 +183,10 @@ export class IngestService {
       if (message.type === 'registered') {
         // Each registration resets the job (e.g. resumed from a checkpoint, iterations repeat),
         // except the one this runtime was just built from.
-        if (message.registrationId === job.registrationId) return false;
+        if (message.registrationId === job.registrationId) {
+          this.metrics.ingestMessages.inc({ type, result: 'duplicate' });
+          return false;
+        }
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         if (fresh) fresh.needsEvaluation = true;

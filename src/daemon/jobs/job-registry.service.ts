@@ -61,10 +61,13 @@ export class JobRegistry {
     for (const job of this.all()) {
       if (!(await this.store.renewLease(job.jobId, this.replicaId, ttl))) {
         this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
+        this.metrics.leaseLosses.inc();
         this.drop(job.jobId);
       }
     }
-    for (const jobId of await this.store.listJobs()) {
+    const jobIds = await this.store.listJobs();
+    this.metrics.jobsRegistered.set(jobIds.length);
+    for (const jobId of jobIds) {
       if (this.owned.has(jobId)) continue;
       if (await this.store.acquireLease(jobId, this.replicaId, ttl)) await this.adopt(jobId);
     }
@@ -88,14 +91,19 @@ export class JobRegistry {
     if (committed && fitsShape(committed, spec)) {
       job.noteCommitted(committed, true);
       job.lastPublishAt = committed.createdAt;
-      this.metrics.scheduleVersion.set({ job: jobId }, committed.version);
     }
-    if (pending) await this.publisher.abandonPending(job, pending);
     const previous = this.owned.get(jobId);
-    if (previous) this.metrics.forgetJob(jobId, previous.spec.stages);
+    if (previous) {
+      previous.released = true;
+      this.metrics.forgetJob(jobId, previous.spec.stages);
+    }
+    this.metrics.initJob(jobId, epoch);
+    if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);
+    if (pending) await this.publisher.abandonPending(job, pending);
     this.owned.set(jobId, job);
     this.byReportsStream.set(keys.reports, job);
     this.adoptedSinceClaim.add(jobId);
+    this.metrics.jobsOwned.set(this.owned.size);
     this.logger.log(`job ${jobId}: owned under epoch ${epoch} (${spec.stages} stages x ${spec.dp} replicas, ${job.reporting.length} reporting ranks)`);
     return job;
   }
@@ -103,10 +111,12 @@ export class JobRegistry {
   drop(jobId: string): void {
     const job = this.owned.get(jobId);
     if (!job) return;
+    job.released = true;
     this.owned.delete(jobId);
     this.byReportsStream.delete(jobKeys(jobId).reports);
     this.adoptedSinceClaim.delete(jobId);
     this.metrics.forgetJob(jobId, job.spec.stages);
+    this.metrics.jobsOwned.set(this.owned.size);
   }
 
   /** Forgets a job whose ranks have all been silent too long; its keys expire after a day. */

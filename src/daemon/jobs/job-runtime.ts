@@ -50,6 +50,8 @@ export class JobRuntime {
   notBefore = 0;
   abortStreak = 0;
   needsEvaluation = true;
+  /** Set when this replica lets go of the runtime (lease lost, job expired or rebuilt): no more control steps or metrics for it. */
+  released = false;
   /** When this replica took the job: a job that never reports again expires counting from here. */
   readonly adoptedAt = Date.now();
   private lastIterationAt = 0;

@@ -1,22 +1,60 @@
 import { Injectable } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DecisionKind } from '../../core/control/control-decision.type';
+import { FencedResult } from '../store/job-store.repository';
+
+/** Every value a label can take (bounded cardinality), also what forgetJob removes. Typed so a new kind or result must be listed here. */
+export const REPLAN_KINDS = Object.keys({ initial: 1, straggler: 1, recovery: 1, 'nic-failure': 1, remap: 1 } satisfies Record<DecisionKind, 1>) as DecisionKind[];
+export const PUBLISH_OUTCOMES = ['prepared', 'committed', 'aborted', ...Object.keys({ fenced: 1, busy: 1, stale: 1 } satisfies Record<Exclude<FencedResult, 'ok'>, 1>)] as const;
+/** Why a prepared schedule was aborted: a rank refused it, not every rank acknowledged in time, or a new owner dropped the old owner's prepare. */
+export const ABORT_REASONS = ['refused', 'timeout', 'replica_changed'] as const;
+export type AbortReason = (typeof ABORT_REASONS)[number];
+export const STRAGGLER_KINDS = ['pipeline', 'data_parallel', 'compute'] as const;
+/** current: the schedule in force; static: the initial plan, never changed; healthy: the initial plan with every link at its baseline. */
+export const PREDICTION_SCHEDULES = ['current', 'static', 'healthy'] as const;
+export const INGEST_TYPES = ['register', 'registered', 'report', 'ack', 'unknown'] as const;
+export const INGEST_RESULTS = ['accepted', 'rejected', 'duplicate', 'stale_layout'] as const;
+
+/** The version in pipemorph's package.json, found upwards from this file (source tree, dist/ or the container's /app). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'pipemorph' && pkg.version) return pkg.version;
+    } catch {
+      // no package.json here
+    }
+    if (dirname(dir) === dir) return 'unknown';
+  }
+}
 
 /**
- * One registry for the daemon. Labels stay bounded: job, link index, kind and outcome, never
- * a rank or a rank pair (per-rank detail is in the HTTP API).
+ * The daemon's only metric declarations, in one registry with the default process metrics.
+ * Labels stay bounded: job, pipeline link index, and enumerated kinds, outcomes and reasons;
+ * never a rank or a rank pair (per-rank detail is in the HTTP API). Names follow Prometheus
+ * conventions: prefix pipemorph_, base units (seconds), _total for counters.
+ * docs/operations.md#metrics describes every metric; test/ops-docs.test.ts keeps that list complete.
  */
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
 
+  // --- ingest ---
   readonly ingestMessages = new Counter({
     name: 'pipemorph_ingest_messages_total',
-    help: 'Messages read from Redis streams, by type and result (accepted, rejected, duplicate).',
+    help: 'Messages read from Redis streams, by type (register, registered, report, ack, unknown) and result (accepted, rejected, duplicate).',
     labelNames: ['type', 'result'] as const,
     registers: [this.registry],
   });
-  readonly ingestBatches = new Counter({ name: 'pipemorph_ingest_batches_total', help: 'XREADGROUP batches processed.', registers: [this.registry] });
+  readonly ingestBatches = new Counter({ name: 'pipemorph_ingest_batches_total', help: 'Stream batches processed (XREADGROUP or XAUTOCLAIM).', registers: [this.registry] });
   readonly ingestErrors = new Counter({ name: 'pipemorph_ingest_errors_total', help: 'Failed reads or processing passes of the ingest loop.', registers: [this.registry] });
+  readonly ingestLastRead = new Gauge({
+    name: 'pipemorph_ingest_last_read_timestamp_seconds',
+    help: 'Unix time of the last completed read of the ingest loop (it reads at least every ingest.blockMs).',
+    registers: [this.registry],
+  });
   readonly pendingEntries = new Gauge({
     name: 'pipemorph_ingest_pending_entries',
     help: 'Entries delivered but not yet acknowledged in the consumer group of a job reports stream.',
@@ -29,6 +67,8 @@ export class MetricsService {
     labelNames: ['job'] as const,
     registers: [this.registry],
   });
+
+  // --- detection ---
   readonly linkExtraDelayObserved = new Histogram({
     name: 'pipemorph_link_extra_delay_observed_seconds',
     help: 'Extra one-way delay of a pipeline link over its baseline, observed at each control step (max over replicas).',
@@ -48,45 +88,118 @@ export class MetricsService {
     labelNames: ['job', 'kind'] as const,
     registers: [this.registry],
   });
-  readonly scheduleVersion = new Gauge({ name: 'pipemorph_schedule_version', help: 'Version of the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
-  readonly handshakeOpen = new Gauge({ name: 'pipemorph_schedule_handshake_open', help: '1 while a prepared schedule waits for acknowledgements.', labelNames: ['job'] as const, registers: [this.registry] });
-  readonly publishes = new Counter({
-    name: 'pipemorph_publishes_total',
-    help: 'Schedule publication steps by outcome (prepared, committed, aborted, fenced).',
-    labelNames: ['job', 'outcome'] as const,
+  readonly staleRanks = new Gauge({ name: 'pipemorph_stale_ranks', help: 'Reporting ranks silent longer than jobs.staleRankMs.', labelNames: ['job'] as const, registers: [this.registry] });
+
+  // --- control and schedules ---
+  readonly replans = new Counter({
+    name: 'pipemorph_replans_total',
+    help: 'Control decisions to publish a schedule, by kind (initial, straggler, recovery, nic-failure).',
+    labelNames: ['job', 'kind'] as const,
     registers: [this.registry],
   });
-  readonly replans = new Counter({ name: 'pipemorph_replans_total', help: 'Control decisions by kind.', labelNames: ['job', 'kind'] as const, registers: [this.registry] });
   readonly predictedIteration = new Gauge({
     name: 'pipemorph_predicted_iteration_seconds',
-    help: 'Predicted iteration time under current conditions, of the schedule in force and of the static initial plan.',
+    help: 'Predicted iteration time: of the schedule in force (current) and of the static initial plan (static) under current conditions, and of the initial plan on healthy links (healthy).',
     labelNames: ['job', 'schedule'] as const,
     registers: [this.registry],
   });
-  readonly delegatedRanks = new Gauge({ name: 'pipemorph_delegated_ranks', help: 'Ranks with CPU delegation on in the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
   readonly planningDuration = new Histogram({
     name: 'pipemorph_planning_duration_seconds',
-    help: 'Time to detect, plan and decide for one job.',
+    help: 'Time to detect, plan and decide for one job (one control step).',
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly scheduleVersion = new Gauge({ name: 'pipemorph_schedule_version', help: 'Version of the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
+  readonly topologyVersion = new Gauge({
+    name: 'pipemorph_topology_version',
+    help: 'Rank layout of the committed schedule: 0 = as registered, +1 with every re-map away from slow data-parallel links.',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly scheduleCommitted = new Gauge({
+    name: 'pipemorph_schedule_last_commit_timestamp_seconds',
+    help: 'Unix time the committed schedule was created (its createdAt).',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly handshakeOpen = new Gauge({ name: 'pipemorph_schedule_handshake_open', help: '1 while a prepared schedule waits for acknowledgements.', labelNames: ['job'] as const, registers: [this.registry] });
+  readonly unackedRanks = new Gauge({
+    name: 'pipemorph_schedule_unacked_ranks',
+    help: 'Reporting ranks that have not yet acknowledged the prepared schedule (0 when no prepare is open).',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly publishes = new Counter({
+    name: 'pipemorph_publishes_total',
+    help: 'Schedule publication steps by outcome (prepared, committed, aborted; refused by Redis: fenced, busy, stale).',
+    labelNames: ['job', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly handshakeAborts = new Counter({
+    name: 'pipemorph_handshake_aborts_total',
+    help: 'Prepared schedules aborted, by reason (refused by a rank, timeout waiting for acknowledgements, replica_changed).',
+    labelNames: ['job', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly delegatedRanks = new Gauge({ name: 'pipemorph_delegated_ranks', help: 'Ranks with CPU delegation on in the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
+
+  // --- ownership ---
   readonly jobsOwned = new Gauge({ name: 'pipemorph_jobs_owned', help: 'Jobs this replica owns (leads).', registers: [this.registry] });
-  readonly staleRanks = new Gauge({ name: 'pipemorph_stale_ranks', help: 'Reporting ranks silent longer than jobs.staleRankMs.', labelNames: ['job'] as const, registers: [this.registry] });
+  readonly jobsRegistered = new Gauge({ name: 'pipemorph_jobs_registered', help: 'Jobs in the Redis job index at the last discovery (owned by any replica or by none).', registers: [this.registry] });
+  readonly jobEpoch = new Gauge({
+    name: 'pipemorph_job_lease_epoch',
+    help: 'Fencing epoch under which this replica leads the job; the series exists only on the owning replica.',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly leaseLosses = new Counter({ name: 'pipemorph_lease_losses_total', help: 'Job leases this replica lost to another replica (or to Redis) before releasing them.', registers: [this.registry] });
+
   readonly buildInfo = new Gauge({ name: 'pipemorph_build_info', help: 'Build information (value 1).', labelNames: ['version', 'node'] as const, registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-    this.buildInfo.set({ version: process.env.npm_package_version ?? '0.1.0', node: process.version }, 1);
+    // prom-client's three *_total gauges break the _total-is-a-counter convention (promtool check
+    // metrics reports them); each is the sum over `type` of the gauge of the same name without it.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    this.buildInfo.set({ version: packageVersion(), node: process.version }, 1);
+    // Counters exist from the start, so rate() and increase() see the first event.
+    for (const type of INGEST_TYPES) for (const result of INGEST_RESULTS) this.ingestMessages.inc({ type, result }, 0);
   }
 
-  /** Drops every series of a job this replica no longer owns (label sets are known from the job's shape). */
+  /** Creates a job's series at zero when this replica takes it, so increase() over them sees the first event. */
+  initJob(jobId: string, epoch: number): void {
+    this.jobEpoch.set({ job: jobId }, epoch);
+    this.handshakeOpen.set({ job: jobId }, 0);
+    this.unackedRanks.set({ job: jobId }, 0);
+    for (const kind of REPLAN_KINDS) this.replans.inc({ job: jobId, kind }, 0);
+    for (const outcome of PUBLISH_OUTCOMES) this.publishes.inc({ job: jobId, outcome }, 0);
+    for (const reason of ABORT_REASONS) this.handshakeAborts.inc({ job: jobId, reason }, 0);
+  }
+
+  /** Drops every series of a job this replica no longer owns (label sets are known from the job's shape and the enumerations above). */
   forgetJob(jobId: string, stages: number): void {
-    for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.handshakeOpen, this.delegatedRanks, this.staleRanks]) metric.remove({ job: jobId });
+    const job = { job: jobId };
+    for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.topologyVersion, this.scheduleCommitted, this.handshakeOpen, this.unackedRanks, this.delegatedRanks, this.staleRanks, this.jobEpoch]) metric.remove(job);
     for (let link = 0; link + 1 < stages; link++) {
       this.linkExtraDelay.remove({ job: jobId, link: String(link) });
       this.linkExtraDelayObserved.remove({ job: jobId, link: String(link) });
     }
-    for (const kind of ['pipeline', 'data_parallel', 'compute']) this.stragglers.remove({ job: jobId, kind });
-    for (const schedule of ['current', 'static']) this.predictedIteration.remove({ job: jobId, schedule });
+    for (const kind of STRAGGLER_KINDS) this.stragglers.remove({ job: jobId, kind });
+    for (const schedule of PREDICTION_SCHEDULES) this.predictedIteration.remove({ job: jobId, schedule });
+    for (const kind of REPLAN_KINDS) this.replans.remove({ job: jobId, kind });
+    for (const outcome of PUBLISH_OUTCOMES) this.publishes.remove({ job: jobId, outcome });
+    for (const reason of ABORT_REASONS) this.handshakeAborts.remove({ job: jobId, reason });
+  }
+
+  /**
+   * Records a schedule that became the committed one (published, or found in Redis on adoption),
+   * with the iteration time predicted for it when it was decided (the next control step refines it).
+   */
+  scheduleInForce(jobId: string, schedule: { version: number; createdAt: number; delegation: unknown[]; prediction: { newMs: number }; topology?: { version: number } }): void {
+    this.scheduleVersion.set({ job: jobId }, schedule.version);
+    this.topologyVersion.set({ job: jobId }, schedule.topology?.version ?? 0);
+    this.scheduleCommitted.set({ job: jobId }, schedule.createdAt / 1000);
+    this.delegatedRanks.set({ job: jobId }, schedule.delegation.length);
+    if (Number.isFinite(schedule.prediction.newMs)) this.predictedIteration.set({ job: jobId, schedule: 'current' }, schedule.prediction.newMs / 1000);
   }
 }

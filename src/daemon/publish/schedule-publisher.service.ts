@@ -5,7 +5,7 @@ import { formatSchedule } from '../../core/pipeline/schedule';
 import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
-import { MetricsService } from '../metrics/metrics.service';
+import { AbortReason, MetricsService } from '../metrics/metrics.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
 import { currentTraceId, inSpan } from '../tracing/tracer';
 
@@ -27,12 +27,17 @@ export class SchedulePublisher {
     private readonly metrics: MetricsService,
   ) {}
 
+  /** The metrics, unless the runtime was let go (its series are gone and must stay gone, docs/operations.md#metrics). */
+  private metricsFor(job: JobRuntime): MetricsService | null {
+    return job.released ? null : this.metrics;
+  }
+
   /** First schedule of a job: committed at once with effective iteration 0 (no rank runs yet). */
   async publishInitial(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     const schedule = await this.build(job, decision, 'committed', 0, now);
     if (!schedule) return;
     const result = await this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
-    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
+    this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     if (result === 'ok') this.committed(job, schedule, now);
   }
 
@@ -50,14 +55,15 @@ export class SchedulePublisher {
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
     const result = await this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen);
-    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
+    this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
     if (result !== 'ok') {
       this.logger.warn(`job ${job.jobId}: prepare of version ${schedule.version} refused (${result})`);
       return;
     }
     job.counters.prepares++;
     job.handshake = { schedule, deadline: now + this.config.handshake.prepareTimeoutMs, acked: new Set(), decision };
-    this.metrics.handshakeOpen.set({ job: job.jobId }, 1);
+    this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 1);
+    this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, job.reporting.length);
     this.logger.log(`job ${job.jobId}: prepared version ${schedule.version} for iteration ${effectiveIteration} (${decision.kind}: ${decision.detail})`);
   }
 
@@ -65,10 +71,11 @@ export class SchedulePublisher {
     const open = job.handshake;
     if (!open || ack.version !== open.schedule.version || ack.epoch !== job.epoch) return; // late or duplicate: harmless
     if (!ack.accepted) {
-      await this.abort(job, `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
+      await this.abort(job, 'refused', `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
       return;
     }
     open.acked.add(ack.rank);
+    this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, job.reporting.filter((r) => !open.acked.has(r.rank)).length);
     if (job.reporting.every((r) => open.acked.has(r.rank))) await this.commit(job, now);
   }
 
@@ -77,23 +84,25 @@ export class SchedulePublisher {
     const open = job.handshake;
     if (!open || now < open.deadline) return;
     const silent = job.reporting.filter((r) => !open.acked.has(r.rank)).map((r) => r.rank);
-    await this.abort(job, `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
+    await this.abort(job, 'timeout', `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
   }
 
   /** Under a new epoch, a prepare left by the previous owner is dropped: it can no longer be committed. */
   async abandonPending(job: JobRuntime, pending: PublishedSchedule): Promise<void> {
     const event: ControlEvent = { ...this.event('abort', pending), epoch: job.epoch, reason: 'daemon replica changed' };
     const result = await this.store.abort(job.jobId, job.epoch, event, this.config.ingest.controlMaxLen);
-    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    if (result === 'ok') this.metricsFor(job)?.handshakeAborts.inc({ job: job.jobId, reason: 'replica_changed' });
   }
 
   private async commit(job: JobRuntime, now: number): Promise<void> {
     const open = job.handshake!;
     const schedule: PublishedSchedule = { ...open.schedule, state: 'committed' };
     const result = await this.store.commit(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
-    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
+    this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     job.handshake = null;
-    this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, 0);
     if (result === 'ok') {
       job.counters.commits++;
       job.abortStreak = 0;
@@ -104,12 +113,14 @@ export class SchedulePublisher {
     }
   }
 
-  private async abort(job: JobRuntime, reason: string, now: number): Promise<void> {
+  private async abort(job: JobRuntime, cause: AbortReason, reason: string, now: number): Promise<void> {
     const open = job.handshake!;
     const result = await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen);
-    this.metrics.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
+    this.metricsFor(job)?.handshakeAborts.inc({ job: job.jobId, reason: cause });
     job.handshake = null;
-    this.metrics.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 0);
+    this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, 0);
     job.counters.aborts++;
     job.abortStreak++;
     job.notBefore = now + Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (job.abortStreak - 1));
@@ -122,8 +133,7 @@ export class SchedulePublisher {
     job.noteCommitted(schedule);
     job.lastPublishAt = now;
     job.notBefore = now + this.config.control.minReplanIntervalMs;
-    this.metrics.scheduleVersion.set({ job: job.jobId }, schedule.version);
-    this.metrics.delegatedRanks.set({ job: job.jobId }, schedule.delegation.length);
+    this.metricsFor(job)?.scheduleInForce(job.jobId, schedule);
   }
 
   /**
@@ -139,7 +149,7 @@ export class SchedulePublisher {
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
     const version = await this.store.nextVersion(job.jobId, job.epoch);
     if (version === 'fenced') {
-      this.metrics.publishes.inc({ job: job.jobId, outcome: 'fenced' });
+      this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: 'fenced' });
       this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; another replica owns the job`);
       return null;
     }

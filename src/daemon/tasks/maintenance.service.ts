@@ -27,6 +27,7 @@ export class MaintenanceService {
 
   async run(now = Date.now()): Promise<void> {
     for (const job of this.registry.all()) {
+      if (job.released) continue; // let go while earlier jobs were maintained
       try {
         const { staleRankMs, staleJobMs } = this.config.jobs;
         for (const { rank } of job.reporting) {
@@ -42,8 +43,11 @@ export class MaintenanceService {
         const stream = jobKeys(job.jobId).reports;
         await this.ingest.claimIdle(job.jobId);
         await this.store.trim(stream, this.config.ingest.streamMaxLen);
-        this.metrics.pendingEntries.set({ job: job.jobId }, await this.store.pendingCount(stream, this.config.ingest.consumerGroup));
-        this.metrics.ingestLag.set({ job: job.jobId }, await this.store.groupLag(stream, this.config.ingest.consumerGroup));
+        const pending = await this.store.pendingCount(stream, this.config.ingest.consumerGroup);
+        const lag = await this.store.groupLag(stream, this.config.ingest.consumerGroup);
+        if (job.released) continue; // let go meanwhile: its series are gone and must stay gone
+        this.metrics.pendingEntries.set({ job: job.jobId }, pending);
+        this.metrics.ingestLag.set({ job: job.jobId }, lag);
         await this.control.evaluate(this.registry.get(job.jobId) ?? job, now);
       } catch (error) {
         this.logger.error(`maintenance of job ${job.jobId} failed: ${(error as Error).message}`);
