@@ -1,0 +1,69 @@
+import { DEFAULT_DETECTOR_CONFIG } from '../../core/detect/detector-config.type';
+import { PublishedSchedule, Registration, TopologyAssignment } from '../../protocol/protocol-v1.type';
+import { JobRuntime } from './job-runtime';
+
+/** 2 stages x 2 replicas x TP 2: reporting ranks 0, 2, 4, 6 on nodes a-d (rank = 4 dp + 2 pp + tp). */
+const registration: Registration = {
+  type: 'register', protocol: 1, jobId: 'j', stages: 2, microbatches: 4, dp: 2, tp: 2,
+  ranks: [0, 1, 2, 3, 4, 5, 6, 7].map((rank) => ({ rank, dp: rank >> 2, pp: (rank >> 1) & 1, tp: rank & 1, node: 'abcd'[rank >> 1] })),
+  memory: { deviceBytes: [4e9, 4e9], activationBytes: [1e9, 1e9], hostBytes: 8e9 },
+  dataParallel: { gradientBytes: [1e9, 1e9] },
+};
+
+/** Nodes b and c swap: rank 2 (node b) takes dp 1 pp 0, rank 4 (node c) dp 0 pp 1; TP peers follow. */
+const swapped: TopologyAssignment = {
+  version: 1, sinceVersion: 5, rings: [[0, 1], [0, 1]], moved: [2, 3, 4, 5],
+  ranks: [
+    { rank: 0, dp: 0, pp: 0 }, { rank: 1, dp: 0, pp: 0 }, { rank: 4, dp: 0, pp: 1 }, { rank: 5, dp: 0, pp: 1 },
+    { rank: 2, dp: 1, pp: 0 }, { rank: 3, dp: 1, pp: 0 }, { rank: 6, dp: 1, pp: 1 }, { rank: 7, dp: 1, pp: 1 },
+  ],
+};
+
+function schedule(version: number, topology?: TopologyAssignment): PublishedSchedule {
+  return {
+    protocol: 1, jobId: 'j', version, epoch: 1, state: 'committed', effectiveIteration: 20, createdAt: 0,
+    pipelines: [{ dpReplicas: [0, 1], warmup: [2, 1], stages: [[], []] }], delegation: [],
+    reason: { kind: topology ? 'remap' : 'straggler', links: [], detail: '' }, prediction: { previousMs: null, newMs: 1 },
+    ...(topology ? { topology } : {}),
+  };
+}
+
+describe('JobRuntime: topology changes', () => {
+  it('applies a committed re-map at the first report that runs it, and ignores reports of the old layout after that', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    expect(job.positionOf.get(2)).toEqual({ rank: 2, dp: 0, pp: 1 });
+    const before = job.detector;
+    job.noteCommitted(schedule(5, swapped));
+    expect(job.pendingTopology?.version).toBe(1);
+    expect(job.topologyView(job.detector.snapshot(), 0, 0).remapAllowed).toBe(false);
+    expect(job.layoutOf(4, 18)).toBe(true); // still the old layout, and the detector too
+    expect(job.detector).toBe(before);
+    expect(job.layoutOf(5, 20)).toBe(true); // the first report of the new layout
+    expect(job.detector).not.toBe(before);
+    expect(job.positionOf.get(2)).toEqual({ rank: 2, dp: 1, pp: 0 });
+    expect(job.positionOf.get(4)).toEqual({ rank: 4, dp: 0, pp: 1 });
+    expect([...job.positionOf.keys()].sort()).toEqual([0, 2, 4, 6]);
+    expect(job.holdUntilIteration).toBe(20 + Math.max(DEFAULT_DETECTOR_CONFIG.enterAfter, DEFAULT_DETECTOR_CONFIG.leaveAfter));
+    expect(job.layoutOf(4, 19)).toBe(false); // a late report of the old layout
+    expect(job.staleLayoutReports).toBe(1);
+    const view = job.topologyView(job.detector.snapshot(), 0, 0);
+    expect(view.rankAt).toEqual([0, 4, 2, 6]);
+    expect(view.remapAllowed).toBe(true);
+    expect(view.allReduce).toMatchObject({ gradientBytes: [1e9, 1e9], chunkBytes: 4 << 20, inflight: 8 });
+    // Later schedules carry the same topology version: nothing is rebuilt again.
+    const rebuilt = job.detector;
+    job.noteCommitted(schedule(6, { ...swapped, moved: [] }));
+    expect(job.pendingTopology).toBeNull();
+    job.layoutOf(6, 30);
+    expect(job.detector).toBe(rebuilt);
+  });
+
+  it('adopts the committed layout at once when a replica takes the job over', () => {
+    const job = new JobRuntime(registration, 2, DEFAULT_DETECTOR_CONFIG);
+    job.noteCommitted(schedule(6, { ...swapped, moved: [] }), true);
+    expect(job.topology?.version).toBe(1);
+    expect(job.pendingTopology).toBeNull();
+    expect(job.positionOf.get(4)).toEqual({ rank: 4, dp: 0, pp: 1 });
+    expect(job.layoutOf(4, 10)).toBe(false); // history from before the re-map is not replayed into the new layout
+  });
+});
