@@ -1,8 +1,12 @@
 /**
- * The live demo (npm run demo): the daemon and an emulated 8-stage training job against Redis.
- * A 60 ms straggler appears on the link between stages 6 and 7, the daemon detects it, switches
- * the job to a schedule with more slackness there and CPU delegation at both ends, and returns
- * it to its initial plan once the link heals. One line per iteration, then a summary.
+ * The live demo (npm run demo): the daemon and emulated training jobs against Redis, in two acts.
+ * 1. An 8-stage job: a 60 ms straggler appears on the link between stages 6 and 7, the daemon
+ *    detects it, switches the job to a schedule with more slackness there and CPU delegation at
+ *    both ends, and returns it to its initial plan once the link heals.
+ * 2. A (2 DP, 4 PP) job, one replica per rack: the rack uplink that every data-parallel ring
+ *    crosses slows by 30 ms; the daemon re-maps the ranks so that a pipeline edge crosses it
+ *    instead, and absorbs what remains with slackness and delegation.
+ * One line per iteration, then a summary per act. DEMO_ACTS=1 or DEMO_ACTS=2 runs one act.
  */
 import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
@@ -14,7 +18,7 @@ import { JobRegistry } from '../daemon/jobs/job-registry.service';
 import { stepDelay } from './delay/step-delay';
 import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
 import { RankGroup } from './rank-group';
-import { megatron8, scenarios } from './scenarios';
+import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from './scenarios';
 import { runStaticPolicy } from './static-policy';
 
 const SLOW_LINK = 6;
@@ -24,6 +28,11 @@ const END = 52;
 const ITERATIONS = 80;
 /** Emulated time runs this many times faster than the wall clock. */
 const SPEED = 5;
+
+/** Act 2: the rack uplink slows by this much from this iteration; iterations run. */
+const DP_DELAY_MS = 30;
+const DP_START = 8;
+const DP_ITERATIONS = 40;
 
 const tty = process.stdout.isTTY;
 const paint = (code: string, text: string) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -63,6 +72,18 @@ async function main(): Promise<void> {
   const port = (app.getHttpServer().address() as { port: number }).port;
   const registry = app.get(JobRegistry);
 
+  const acts = process.env.DEMO_ACTS ?? '1,2';
+  console.log(paint('1', 'pipemorph live demo') + `: daemon on http://127.0.0.1:${port} (GET /jobs, /metrics), Redis at ${config.redis.url}\n`);
+  try {
+    if (acts.includes('1')) await pipelineAct(redis, registry, port, () => stopping);
+    if (acts.includes('2') && !stopping) await dataParallelAct(redis, registry, port, () => stopping);
+  } finally {
+    await app.close();
+    await redis.quit();
+  }
+}
+
+async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, stopped: () => boolean): Promise<void> {
   const profile = megatron8();
   const delays = stepDelay([{ fromIteration: START, links: [SLOW_LINK], delayMs: DELAY_MS }, { fromIteration: END, links: [SLOW_LINK], delayMs: 0 }]);
   const jobId = `demo-${Date.now().toString(36)}`;
@@ -70,7 +91,7 @@ async function main(): Promise<void> {
   const scenario = scenarios().find((s) => s.name.includes('link 6-7'))!;
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
 
-  console.log(paint('1', 'pipemorph live demo') + `: daemon on http://127.0.0.1:${port} (try /jobs/${jobId}), Redis at ${config.redis.url}`);
+  console.log(paint('1', 'act 1: a slow pipeline link') + ` (try http://127.0.0.1:${port}/jobs/${jobId})`);
   console.log(`emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}\n`);
   await group.register();
   const first = await group.connect();
@@ -79,7 +100,7 @@ async function main(): Promise<void> {
 
   const rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }> = [];
   try {
-    for (let i = 0; i < ITERATIONS && !stopping; i++) {
+    for (let i = 0; i < ITERATIONS && !stopped(); i++) {
       const started = Date.now();
       const result = await group.step();
       const version = group.history[group.history.length - 1].versions[0];
@@ -99,13 +120,67 @@ async function main(): Promise<void> {
     }
   } finally {
     await group.cleanup();
-    await app.close();
-    await redis.quit();
   }
   summary(rows, healthyMs, profile);
   console.log('\nswitches:');
   for (const s of group.learned()) {
     console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}; warm-up ${s.pipelines[0].warmup.join(',')}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
+  }
+}
+
+async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number, stopped: () => boolean): Promise<void> {
+  const scenario = dpRackScenario(DP_DELAY_MS, DP_START);
+  const jobId = `demo-dp-${Date.now().toString(36)}`;
+  const job = dpScenarioJob(scenario, jobId);
+  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
+  const healthyRuns = runStaticPolicy(dpScenarioJob(scenario, 'h', true), 'zb-static', 10);
+  const healthyMs = healthyRuns.reduce((a, r) => a + r.iterationMs, 0) / healthyRuns.length;
+  const staticRuns = runStaticPolicy(dpScenarioJob(dpRackScenario(DP_DELAY_MS, 0), 's'), 'zb-static', 10);
+  const staticMs = staticRuns.reduce((a, r) => a + r.iterationMs, 0) / staticRuns.length;
+  const layout = () => [0, 1].map((dp) => `[${[0, 1, 2, 3].map((pp) => job.rankOf(dp, pp)).join(' ')}]`).join(' ');
+  console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try http://127.0.0.1:${port}/jobs/${jobId})`);
+  console.log(`emulated job: 2 replicas x 4 stages, replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B: every stage's ring all-reduce`);
+  console.log(`(3.5 GB of gradients per stage) crosses the rack uplink, +${DP_DELAY_MS} ms on it from iteration ${DP_START}; healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
+  await group.register();
+  await group.connect();
+  const rows: Array<{ ms: number; slow: boolean; topology: number; migrationMs: number }> = [];
+  try {
+    for (let i = 0; i < DP_ITERATIONS && !stopped(); i++) {
+      const started = Date.now();
+      const result = await group.step();
+      const runtime = registry.get(jobId);
+      const snapshot = runtime?.detector.snapshot();
+      const dpSlow = snapshot?.dataParallelLinks.filter((l) => l.straggler).length ?? 0;
+      const ppSlow = snapshot?.pipelineLinks.filter((l) => l.straggler).map((l) => `dp ${l.dp} link ${l.link}-${l.link + 1}`) ?? [];
+      const detected = [dpSlow > 0 ? `${dpSlow} ring links` : '', ...ppSlow].filter(Boolean).join(', ') || '-';
+      const pending = runtime?.handshake ? paint('33', ` switching to v${runtime.handshake.schedule.version} at it ${runtime.handshake.schedule.effectiveIteration}`) : '';
+      const slow = i >= DP_START;
+      const note = result.migrationMs > 0 ? paint('33', ` (ranks ${group.agreedVersion(i).topology?.moved.join(',')} load their new stage: +${result.migrationMs.toFixed(0)} ms once)`) : '';
+      console.log(
+        `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs - result.migrationMs, healthyMs)}  layout ${layout()}  ${slow ? paint('31', `uplink +${DP_DELAY_MS} ms`) : 'healthy uplink'}  detected: ${detected}${pending}${note}`,
+      );
+      rows.push({ ms: result.iterationMs - result.migrationMs, slow, topology: result.topologyVersion, migrationMs: result.migrationMs });
+      const wait = result.iterationMs / SPEED / 4 - (Date.now() - started);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  } finally {
+    await group.cleanup();
+  }
+  const phase = (name: string, kept: typeof rows) => {
+    if (kept.length === 0) return;
+    const ms = kept.reduce((a, r) => a + r.ms, 0) / kept.length;
+    console.log(`${name.padEnd(34)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+  };
+  console.log('\n' + paint('1', 'summary') + ' (migration time left out of the means, shown above)');
+  console.log('phase                             iterations   mean ms   vs healthy');
+  phase('healthy', rows.filter((r) => !r.slow));
+  phase('slow uplink, rings across it', rows.filter((r) => r.slow && r.topology === 0));
+  phase('slow uplink, re-mapped', rows.filter((r) => r.slow && r.topology > 0));
+  console.log(`${'slow uplink, static ZB, no re-map'.padEnd(34)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
+  console.log('\nswitches:');
+  for (const s of group.learned()) {
+    const t = s.topology && s.reason.kind === 'remap' ? `; layout v${s.topology.version}, ranks ${s.topology.moved.join(',')} change stage` : '';
+    console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}${t}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
   }
 }
 

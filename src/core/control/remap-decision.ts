@@ -125,7 +125,8 @@ export function decideRemap(input: JobControlInput, config: ControlConfig, initi
   const delegation = delegationFor(after, residual, config.maxDelegateQueues);
   const staticMs = new PlacementEvaluator({ ...problem, stageFinish: fixedScheduleFinish(healthyModel, initialSchedule) }).evaluate(problem.current.nodeAt, problem.current.nodeAt, 0, false).cost.iterationMs;
   const movedRanks = result.movedNodes.map((node) => t.rankAt[node]).sort((a, b) => a - b);
-  const slow = dpStragglers.map((l) => `${l.fromRank}->${l.toRank} +${l.extraMs.toFixed(1)} ms`).join(', ');
+  const worst = dpStragglers.reduce((a, b) => (b.extraMs > a.extraMs ? b : a));
+  const slow = `${dpStragglers.length} data-parallel link${dpStragglers.length > 1 ? 's' : ''} slow (worst ${worst.fromRank}->${worst.toRank} +${worst.extraMs.toFixed(1)} ms)`;
   return {
     kind: 'remap',
     pipelines,
@@ -146,7 +147,7 @@ export function decideRemap(input: JobControlInput, config: ControlConfig, initi
     predictedStaticMs: staticMs,
     reschedule: true,
     detail:
-      `data-parallel stragglers ${slow}: re-mapped (${result.method}), ${movedRanks.length} ranks change stage, ` +
+      `${slow}: re-mapped (${result.method}), ${movedRanks.length} ranks change stage, ` +
       `${residual.length} pipeline links left slow${delegation.length > 0 ? `, delegation on ${delegation.length} ranks` : ''}`,
   };
 }
