@@ -88,7 +88,8 @@ export class DataParallelLinkTracker {
       }
     }
     if (++this.sinceRefresh >= this.refreshInterval()) this.refresh();
-    const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link, link.window.median()));
+    // Like pipeline links: each sample (already a median over the iteration's chunks) is judged, and hysteresis asks for K in a row.
+    const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link, sample.medianMs));
     if (flipped) this.active += link.hysteresis.active ? 1 : -1;
     let changed = flipped;
     if (link.nicFailure && !link.hysteresis.active) {
@@ -120,13 +121,15 @@ export class DataParallelLinkTracker {
       for (const link of this.outgoing[byRankNumber[k]]) {
         const medianMs = link.window.median();
         const baselineMs = this.reference(link);
+        // The newest K samples, the same K that make a straggler: its size is right the moment it is detected.
+        const recentMs = link.window.recentMedian(this.config.enterAfter);
         out.push({
           fromRank: this.rankOf[link.from],
           toRank: this.rankOf[link.to],
           pp: this.ppOf[link.from],
           medianMs,
           baselineMs,
-          extraMs: medianMs > baselineMs ? medianMs - baselineMs : 0,
+          extraMs: recentMs > baselineMs ? recentMs - baselineMs : 0,
           peerMedianMs,
           ratio: peerMedianMs > 0 ? medianMs / peerMedianMs : Number.NaN,
           samples: link.observations,

@@ -66,7 +66,7 @@ export interface DataParallelLinkState {
   medianMs: number;
   /** Healthy level: the lowest of the peer median, the link's learned baseline and the nominal network, ms (NaN if none). */
   baselineMs: number;
-  /** Extra delay of the window median over the baseline, ms (0 when unknown). */
+  /** Extra delay of the newest enterAfter samples' median over the baseline, ms (0 when unknown). */
   extraMs: number;
   /** Median over all data-parallel links of the job of their window medians, ms. */
   peerMedianMs: number;
