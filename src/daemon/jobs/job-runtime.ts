@@ -157,10 +157,10 @@ export class JobRuntime {
   caps(): { device: number[]; host: number[] } {
     const { deviceBytes, activationBytes, hostBytes } = this.spec.memory;
     const n = this.spec.microbatches;
-    const fit = (bytes: number, i: number) => (activationBytes[i] > 0 ? Math.max(1, Math.min(n, Math.floor(bytes / activationBytes[i]))) : n);
+    const activationsIn = (bytes: number, i: number) => (activationBytes[i] > 0 ? Math.max(1, Math.min(n, Math.floor(bytes / activationBytes[i]))) : n);
     return {
-      device: deviceBytes.map((bytes, i) => fit(bytes, i)),
-      host: deviceBytes.map((bytes, i) => Math.max(fit(bytes, i), fit(bytes + hostBytes, i))),
+      device: deviceBytes.map((bytes, i) => activationsIn(bytes, i)),
+      host: deviceBytes.map((bytes, i) => Math.max(activationsIn(bytes, i), activationsIn(bytes + hostBytes, i))),
     };
   }
 
