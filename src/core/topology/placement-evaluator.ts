@@ -1,6 +1,7 @@
 import { ringAllReduceMs } from './all-reduce';
 import { chooseRing, RingChoice, RingEdge } from './ring-order';
 import { RemapProblem } from './remap-problem.type';
+import { NodeLink } from './topology.type';
 
 export interface PlacementCost {
   /** Predicted iteration time: pipelines, then each stage's all-reduce as soon as its replicas are done, ms. */
@@ -48,16 +49,16 @@ export class PlacementEvaluator {
     this.stages = stages;
     this.dpSize = dpSize;
     this.nodes = stages * dpSize;
-    for (const { a, b, extraMs } of problem.slowLinks) {
-      if (a === b || !(extraMs > 0)) continue;
-      const key = this.key(a, b);
-      const before = this.extra.get(key);
-      if (before === undefined) {
-        for (const [x, y] of [[a, b], [b, a]]) this.neighbours.set(x, [...(this.neighbours.get(x) ?? []), { node: y, extraMs }]);
-      } else if (extraMs > before) {
-        for (const [x, y] of [[a, b], [b, a]]) this.neighbours.get(x)!.find((n) => n.node === y)!.extraMs = extraMs;
-      }
-      this.extra.set(key, Math.max(before ?? 0, extraMs));
+    // One extra delay per pair (the largest given), then each endpoint's list of slow neighbours.
+    const pairs = new Map<number, NodeLink>();
+    for (const link of problem.slowLinks) {
+      if (link.a === link.b || !(link.extraMs > 0)) continue;
+      const key = this.key(link.a, link.b);
+      if (!(link.extraMs <= (pairs.get(key)?.extraMs ?? 0))) pairs.set(key, link);
+    }
+    for (const [key, { a, b, extraMs }] of pairs) {
+      this.extra.set(key, extraMs);
+      for (const [x, y] of [[a, b], [b, a]]) this.neighbours.set(x, [...(this.neighbours.get(x) ?? []), { node: y, extraMs }]);
     }
     this.endpoints = Int32Array.from([...this.neighbours.keys()].sort((x, y) => x - y));
     this.currentStage = new Int32Array(this.nodes);

@@ -38,6 +38,7 @@ export class JobRuntime {
   holdUntilIteration = -1;
   /** Reports of an older layout than the one applied (they arrive around a switch): counted, not used. */
   staleLayoutReports = 0;
+  private localities: Map<number, string> | null = null;
   readonly lastSeenAt = new Map<number, number>();
   readonly staleRanks = new Set<number>();
   committed: PublishedSchedule | null = null;
@@ -177,18 +178,25 @@ export class JobRuntime {
     };
   }
 
+  /** Locality of each reporting rank, from the registration (fixed for the runtime's life, so built once). */
+  private localityOf(): ReadonlyMap<number, string> {
+    if (!this.localities) {
+      this.localities = new Map();
+      for (const r of this.spec.ranks) if (r.tp === 0 && r.locality !== undefined) this.localities.set(r.rank, r.locality);
+    }
+    return this.localities;
+  }
+
   /** Placement and data-parallel links for the re-map decision; re-mapping waits `minIntervalMs` after the last one and for it to be applied. */
   topologyView(snapshot: DetectionSnapshot, now: number, minIntervalMs: number): TopologyView {
     const S = this.spec.stages;
     const D = this.spec.dp;
     const rankAt = new Array<number>(S * D).fill(-1);
     for (const r of this.reporting) rankAt[r.dp * S + r.pp] = r.rank;
-    const localityOf = new Map<number, string>();
-    for (const r of this.spec.ranks) if (r.tp === 0 && r.locality !== undefined) localityOf.set(r.rank, r.locality);
     return {
       rankAt,
       rings: this.topology?.rings ?? Array.from({ length: S }, () => Array.from({ length: D }, (_, d) => d)),
-      localityOf,
+      localityOf: this.localityOf(),
       allReduce: rankAt.includes(-1) ? null : this.allReduce(),
       dataParallelLinks: snapshot.dataParallelLinks.map((l) => ({ fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, straggler: l.straggler })),
       remapAllowed: !this.pendingTopology && now - this.lastRemapAt >= minIntervalMs,
