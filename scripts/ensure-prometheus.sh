@@ -29,8 +29,8 @@ trap cleanup EXIT
 
 export DEBIAN_FRONTEND=noninteractive
 # Without a package list (a fresh machine) the first attempt fails quietly; update once and retry.
-if ! { apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 ||
-       { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }; }; then
+if ! { apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 ||
+       { apt-get -o DPkg::Lock::Timeout=600 update -qq && apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus >/dev/null; }; }; then
   echo "prometheus: installing the Debian package failed" >&2
   exit 1
 fi

@@ -16,7 +16,7 @@ if imports; then echo "python3-redis: $python imports $(version)"; exit 0; fi
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
   echo "python3-redis: $python cannot import redis; installing Debian package python3-redis"
   export DEBIAN_FRONTEND=noninteractive
-  if ! { apt-get update -qq && apt-get install -y -qq python3-redis >/dev/null; }; then
+  if ! { apt-get -o DPkg::Lock::Timeout=600 update -qq && apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-redis >/dev/null; }; then
     echo "python3-redis: apt-get install python3-redis failed (see above)" >&2; exit 1
   fi
   if imports; then echo "python3-redis: installed, $python imports $(version)"; exit 0; fi

@@ -23,7 +23,7 @@ if answers; then echo "redis: answering at $host:$port"; exit 0; fi
 if ! command -v redis-server >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     echo "redis: not installed; installing Debian package redis-server"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq redis-server >/dev/null
   else
     echo "redis: nothing answers at $host:$port and redis-server is not installed." >&2
     echo "       Install it (Debian/Ubuntu: sudo apt-get install redis-server) or set REDIS_URL." >&2

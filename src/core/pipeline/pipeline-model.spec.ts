@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { arbProfile, inputErrorOf } from '../engine/run-checks.spec';
 import { effectiveLinkDelayMs, MAX_MICROBATCHES, MAX_STAGES, toPipelineModel, validateProfile } from './pipeline-model';
 
-const MEGATRON_PROFILE = join(__dirname, '../../../../shared/data/profiles/megatron-gpt-8stage-32mb.json');
+const MEGATRON_PROFILE = join(__dirname, '../../../bench/profiles/megatron-gpt-8stage-32mb.json');
 
 /** A valid 2-stage profile; each test breaks one field of it. */
 function base(): Record<string, unknown> {
@@ -89,7 +89,7 @@ describe('validateProfile', () => {
     expect(rejects({ memory: { ...memory, afterW: [-2, -1.5] } })).toContain('stage 1 does not release what F allocates');
   });
 
-  it('accepts the Megatron GPT 8-stage profile shipped in shared/data', () => {
+  it('accepts the Megatron GPT 8-stage profile shipped in bench/profiles', () => {
     const raw = JSON.parse(readFileSync(MEGATRON_PROFILE, 'utf8')) as Record<string, unknown>;
     const profile = validateProfile(raw);
     expect(profile.stages).toBe(8);

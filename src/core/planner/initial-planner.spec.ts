@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
 import { deviceInflightCaps, initialWarmup, uniformSlacknessWarmup } from './initial-planner';
 
-const MEGATRON_PROFILE = join(__dirname, '../../../../shared/data/profiles/megatron-gpt-8stage-32mb.json');
+const MEGATRON_PROFILE = join(__dirname, '../../../bench/profiles/megatron-gpt-8stage-32mb.json');
 
 function minSlackness(warmup: readonly number[]): number {
   let min = Infinity;

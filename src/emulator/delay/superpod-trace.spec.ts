@@ -1,12 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../../core/input-error';
 import { parseDelayTrace, TRACE_TAIL_ITERATIONS } from './superpod-trace';
 
-/** The PipeMorph artifact's superpod trace (shared reference data; the repo keeps a copy in bench/traces). */
+/** The PipeMorph artifact's superpod trace, as the repository carries it (bench/traces). */
 function superpodText(): string {
-  const shared = '/work/shared/data/superpod-link-delays.trace';
-  return readFileSync(existsSync(shared) ? shared : join(__dirname, '../../../bench/traces/superpod-link-delays.trace'), 'utf8');
+  return readFileSync(join(__dirname, '../../../bench/traces/superpod-link-delays.trace'), 'utf8');
 }
 
 /** The InputError message parseDelayTrace throws for `text`, or fails the test. */

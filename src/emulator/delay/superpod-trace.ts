@@ -17,7 +17,7 @@ function secondsToMs(seconds: number): number {
 
 /**
  * Parses an iteration-indexed straggler trace (the PipeMorph artifact's format, see
- * /work/shared/data/README.md, superpod-link-delays.trace): one event per line
+ * bench/traces/superpod-link-delays.trace, copied from the artifact): one event per line
  * `ITERATION;LINKS;DELAY_S`, LINKS comma-separated `i_j` with j = i + 1 (may be empty), DELAY_S
  * seconds from that iteration on (`0.00` ends the straggler). Blank lines and `#` comments are
  * skipped; iterations must not decrease.
