@@ -1,0 +1,51 @@
+"""Where a rank learns which schedules exist: the daemon over Redis, or a fixed script (no daemon).
+
+Both expose the calls of the protocol client (pipemorph.protocol.PipemorphRank) the runtime uses:
+poll_control(i), startup_version(), committed_version_for(i), schedule_for(k), report(...).
+"""
+from typing import Any, Dict, List, Optional, Tuple
+
+
+def toggle_of(schedule: Dict[str, Any], rank: int) -> Optional[Dict[str, int]]:
+    return next(({"sendQueues": d["sendQueues"], "recvQueues": d["recvQueues"]}
+                 for d in schedule.get("delegation", []) if d.get("rank") == rank), None)
+
+
+class ScriptedControl:
+    """Committed schedules given up front (schedule.v1 objects). Each may carry `heardAt`:
+    {rank: iteration at which that rank learns of the commit}; by default every rank knows it from
+    the start. The first schedule is in force from iteration 0. Lets tests make one rank hear a
+    commit late, as a slow Redis read would, without a daemon."""
+
+    def __init__(self, schedules: List[Dict[str, Any]], rank: int, dp: int = 0, pp: int = 0) -> None:
+        if not schedules:
+            raise ValueError("a scripted control needs at least one schedule")
+        self.schedules = {s["version"]: s for s in schedules}
+        self.rank, self.dp, self.pp = rank, dp, pp
+        self.first = schedules[0]["version"]
+        self.known: Dict[int, int] = {}  # version -> effectiveIteration, once heard
+
+    def _heard_at(self, schedule: Dict[str, Any]) -> int:
+        return int((schedule.get("heardAt") or {}).get(str(self.rank), 0))
+
+    def poll_control(self, iteration: int) -> List[Dict[str, Any]]:
+        heard = []
+        for version, schedule in self.schedules.items():
+            if version not in self.known and (version == self.first or self._heard_at(schedule) <= iteration):
+                self.known[version] = 0 if version == self.first else schedule.get("effectiveIteration", 0)
+                heard.append({"type": "commit", "version": version})
+        return heard
+
+    def startup_version(self) -> int:
+        return self.first
+
+    def committed_version_for(self, iteration: int) -> int:
+        return max(v for v, e in self.known.items() if e <= iteration)
+
+    def schedule_for(self, version: int) -> Tuple[List[str], Optional[Dict[str, int]]]:
+        schedule = self.schedules[version]
+        pipeline = next(p for p in schedule["pipelines"] if self.dp in p["dpReplicas"])
+        return list(pipeline["stages"][self.pp]), toggle_of(schedule, self.rank)
+
+    def report(self, *_args: Any, **_kwargs: Any) -> None:
+        return None

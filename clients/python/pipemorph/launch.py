@@ -1,0 +1,163 @@
+"""Starts one real rank process per stage on 127.0.0.1 (gloo) and collects what they measured.
+
+  python3 -m pipemorph.launch --stages S --microbatches N --iterations K --compute torch|sleep
+      [--profile P.json] (--schedule SCHEDULE.json | --redis URL --job ID) [--register REGISTRATION.json]
+      [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
+      [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
+
+See clients/python/README.md for the result's shape. Exit 2 on bad input, 1 when a rank fails
+(the others are killed; collectives and receives time out rather than hang).
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="pipemorph.launch", description="Run a pipeline job of real rank processes.")
+    p.add_argument("--stages", type=int, required=True)
+    p.add_argument("--microbatches", type=int, required=True)
+    p.add_argument("--iterations", type=int, required=True)
+    p.add_argument("--compute", choices=["torch", "sleep"], default="torch")
+    p.add_argument("--profile", help="profile JSON with fMs/bMs/wMs per stage (needed by --compute sleep)")
+    p.add_argument("--schedule", help="schedule.v1 JSON, or a JSON list of them (switches; optional heardAt per rank)")
+    p.add_argument("--redis", help="Redis URL: follow the daemon's schedules for --job")
+    p.add_argument("--job", help="job id (with --redis)")
+    p.add_argument("--register", help="registration JSON to XADD before the ranks start (with --redis)")
+    p.add_argument("--delays", help="file holding a delay spec (const:/step:/dynamic:/trace:), re-read when it changes")
+    p.add_argument("--agreement", choices=["min", "skip"], default="min")
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--rows", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--time-scale", type=float, default=1.0, help="multiplies the profile's op times (sleep compute)")
+    p.add_argument("--master-port", type=int, default=0)
+    p.add_argument("--timeout-s", type=float, default=120.0)
+    p.add_argument("--save-params", help="folder where each rank saves its final parameters (rankR.pt)")
+    p.add_argument("--out", help="result JSON (default: stdout)")
+    a = p.parse_args(argv)
+    problems = []
+    if a.stages < 2 or a.microbatches < 1 or a.iterations < 1:
+        problems.append("--stages must be >= 2, --microbatches and --iterations >= 1")
+    if (a.schedule is None) == (a.redis is None):
+        problems.append("give exactly one of --schedule and --redis")
+    if a.redis is not None and not a.job:
+        problems.append("--redis needs --job")
+    if a.compute == "sleep" and not a.profile:
+        problems.append("--compute sleep needs --profile")
+    if problems:
+        p.error("; ".join(problems))
+    return a
+
+
+def _load(path: str, what: str) -> Any:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise SystemExit("pipemorph.launch: cannot read %s %s: %s" % (what, path, error))
+
+
+def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
+    config: Dict[str, Any] = {
+        "stages": a.stages, "microbatches": a.microbatches, "iterations": a.iterations, "compute": a.compute,
+        "agreement": a.agreement, "hidden": a.hidden, "rows": a.rows, "seed": a.seed, "lr": a.lr,
+        "timeScale": a.time_scale, "masterPort": a.master_port or _free_port(), "timeoutS": a.timeout_s,
+        "delays": os.path.abspath(a.delays) if a.delays else None, "startTime": time.time(),
+        "saveParams": os.path.abspath(a.save_params) if a.save_params else None, "workDir": work_dir,
+        "redis": a.redis, "job": a.job, "schedules": None,
+    }
+    if a.profile:
+        profile = _load(a.profile, "profile")
+        for key in ("fMs", "bMs", "wMs"):
+            if not isinstance(profile.get(key), list) or len(profile[key]) != a.stages:
+                raise SystemExit("pipemorph.launch: profile %s needs %s with %d entries" % (a.profile, key, a.stages))
+        config["profile"] = profile
+    if a.schedule:
+        schedules = _load(a.schedule, "schedule")
+        config["schedules"] = schedules if isinstance(schedules, list) else [schedules]
+        from .ops import parse_ops  # refuse a malformed schedule before starting processes
+        for s in config["schedules"]:
+            for entry in s.get("pipelines", []):
+                if len(entry.get("stages", [])) != a.stages:
+                    raise SystemExit("pipemorph.launch: schedule v%s has %d stages, not %d" % (s.get("version"), len(entry.get("stages", [])), a.stages))
+    return config
+
+
+def summarize(ranks: List[Dict[str, Any]], warmup: int = 1) -> Dict[str, Any]:
+    count = min(len(r["iterations"]) for r in ranks)
+    iterations = []
+    for i in range(count):
+        versions = [r["iterations"][i]["version"] for r in ranks]
+        iterations.append({"iteration": i, "versions": versions, "ms": max(r["iterations"][i]["ms"] for r in ranks)})
+    steady = [it["ms"] for it in iterations[warmup:]] or [it["ms"] for it in iterations]
+    return {"ranks": ranks, "iterations": iterations, "meanIterationMs": statistics.mean(steady) if steady else None,
+            "mixedIterations": mixed_iterations(iterations),
+            "paramsDigest": [r["paramsDigest"] for r in ranks]}
+
+
+def mixed_iterations(iterations: List[Dict[str, Any]]) -> List[int]:
+    """Iterations in which the ranks did not all run the same schedule version (must be empty)."""
+    return [it["iteration"] for it in iterations if len(set(it["versions"])) > 1]
+
+
+def main(argv: List[str]) -> int:
+    a = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pipemorph-launch-") as work_dir:
+        config = build_config(a, work_dir)
+        if a.register:
+            import redis
+            from .protocol import PipemorphRank
+            PipemorphRank.register(redis.Redis.from_url(a.redis), _load(a.register, "registration"))
+        config_path = os.path.join(work_dir, "config.json")
+        with open(config_path, "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH")])),
+                   OMP_NUM_THREADS="1")
+        logs = [open(os.path.join(work_dir, "rank%d.log" % r), "w+", encoding="utf-8") for r in range(a.stages)]
+        procs = [subprocess.Popen([sys.executable, "-m", "pipemorph.worker", config_path, str(r)], env=env,
+                                  stdout=logs[r], stderr=subprocess.STDOUT) for r in range(a.stages)]
+        deadline = time.monotonic() + a.timeout_s + 30 + a.iterations * 60
+        failed = None
+        while any(p.poll() is None for p in procs):
+            bad = next((r for r, p in enumerate(procs) if p.poll() not in (None, 0)), None)
+            if bad is not None or time.monotonic() > deadline:
+                failed = bad
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                break
+            time.sleep(0.05)
+        codes = [p.wait() for p in procs]
+        if failed is not None or any(codes):
+            rank = failed if failed is not None else next(r for r, c in enumerate(codes) if c)
+            logs[rank].seek(0)
+            err = [line for line in logs[rank].read().strip().splitlines() if line.strip()]
+            print("pipemorph.launch: rank %d failed: %s" % (rank, err[-1] if err else "exit %s" % codes[rank]), file=sys.stderr)
+            return 1
+        ranks = [_load(os.path.join(work_dir, "rank%d.json" % r), "rank result") for r in range(a.stages)]
+    result = summarize(ranks)
+    text = json.dumps(result)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+"""One rank process started by pipemorph.launch: `python -m pipemorph.worker CONFIG.json RANK`."""
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+from .control import ScriptedControl
+from .delays import DelayFile
+from .executor import StageExecutor, StageTimes
+from .runtime import RankRuntime
+from .stage import loss_fn, microbatch, stage_module
+
+
+def main(config_path: str, rank: int) -> int:
+    with open(config_path, "r", encoding="utf-8") as f:
+        c = json.load(f)
+    torch.set_num_threads(1)
+    stages, n = c["stages"], c["microbatches"]
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % c["masterPort"], rank=rank, world_size=stages,
+                            timeout=datetime.timedelta(seconds=c["timeoutS"]))
+    control_group = dist.new_group(backend="gloo")  # the agreement's collective, apart from the p2p traffic
+    hidden, rows, seed = c["hidden"], c["rows"], c["seed"]
+    module = stage_module(rank, hidden, seed)
+    optimizer = torch.optim.SGD(module.parameters(), lr=c["lr"])
+    times = None
+    if c["compute"] == "sleep":
+        p = c["profile"]
+        scale = c.get("timeScale", 1.0)
+        times = StageTimes(p["fMs"][rank] * scale, p["bMs"][rank] * scale, p["wMs"][rank] * scale)
+    executor = StageExecutor(rank, stages, n, module, optimizer, loss_fn,
+                             lambda i, j: microbatch(i, j, rows, hidden, seed), (rows, hidden), c["compute"], times)
+    if c.get("schedules") is not None:
+        control = ScriptedControl(c["schedules"], rank, 0, rank)
+        reporting = False
+    else:
+        import redis  # only the daemon-driven mode needs redis-py
+        from .protocol import PipemorphRank
+        client = redis.Redis.from_url(c["redis"], socket_timeout=2, socket_connect_timeout=2)
+        control = PipemorphRank(client, c["job"], rank, 0, rank)
+        control.wait_for_schedule(timeout_s=c["timeoutS"])
+        reporting = True
+    runtime = RankRuntime(rank, stages, executor, control, DelayFile(c.get("delays"), stages - 1), c["agreement"],
+                          control_group, c["startTime"], reporting)
+    dist.barrier(group=control_group)
+    runtime.run(c["iterations"])
+    dist.barrier(group=control_group)
+    result = {"rank": rank, "iterations": runtime.records, "links": runtime.link_log, "paramsDigest": runtime.params_digest()}
+    if c.get("saveParams"):
+        torch.save([p.detach() for p in module.parameters()], os.path.join(c["saveParams"], "rank%d.pt" % rank))
+    with open(os.path.join(c["workDir"], "rank%d.json" % rank), "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1], int(sys.argv[2])))
+    except Exception as error:  # noqa: BLE001 - one line for the launcher, the trace for humans
+        traceback.print_exc()
+        print("pipemorph.worker rank %s: %s" % (sys.argv[2] if len(sys.argv) > 2 else "?", error), file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,36 @@
+"""Schedules for the runtime tests, built here so the Python tests need no Node."""
+from typing import Any, Dict, List, Optional
+
+
+def stage_ops(stages: int, microbatches: int, stage: int, warmup: Optional[int] = None, defer_w: bool = False) -> List[str]:
+    """1F1B order of F and B with `warmup` forwards first; W right after its B, or one op later (ZB-style)."""
+    w = min(microbatches, stages - stage if warmup is None else warmup)
+    ops = ["F%d" % j for j in range(w)]
+    next_f, pending_w = w, []
+    for j in range(microbatches):
+        ops.append("B%d" % j)
+        pending_w.append(j)
+        if not defer_w:
+            ops.append("W%d" % pending_w.pop(0))
+        if next_f < microbatches:
+            ops.append("F%d" % next_f)
+            next_f += 1
+        if defer_w and len(pending_w) > 1:
+            ops.append("W%d" % pending_w.pop(0))
+    ops += ["W%d" % j for j in pending_w]
+    return ops
+
+
+def schedule(stages: int, microbatches: int, version: int = 1, effective: int = 0, warmup: Optional[List[int]] = None,
+             defer_w: bool = False, delegation: Optional[List[int]] = None, queues: int = 2,
+             heard_at: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
+    warm = warmup or [stages - s for s in range(stages)]
+    s: Dict[str, Any] = {
+        "protocol": 1, "jobId": "test", "version": version, "epoch": 1, "state": "committed", "effectiveIteration": effective,
+        "pipelines": [{"dpReplicas": [0], "warmup": warm,
+                       "stages": [stage_ops(stages, microbatches, p, warm[p], defer_w) for p in range(stages)]}],
+        "delegation": [{"rank": r, "sendQueues": queues, "recvQueues": queues} for r in (delegation or [])],
+    }
+    if heard_at:
+        s["heardAt"] = {str(r): i for r, i in heard_at.items()}
+    return s
