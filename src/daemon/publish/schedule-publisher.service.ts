@@ -50,7 +50,11 @@ export class SchedulePublisher {
     if (job.handshake) return;
     // Moved ranks load another stage's weights first: a re-map gets more notice.
     const lead = this.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
-    const effectiveIteration = Math.max(0, job.maxIteration) + lead;
+    // When report m arrives the fastest rank is already inside m + 1 (it read control at that
+    // iteration's start, before this prepare existed), so the first read that can see the prepare is at
+    // the start of m + 2: count the lead from there, or a rank following protocol sec. 4 hears the
+    // prepare only at E itself with lead 2 and must refuse it as late.
+    const effectiveIteration = Math.max(0, job.maxIteration) + 1 + lead;
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
