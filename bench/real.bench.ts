@@ -1,0 +1,207 @@
+/**
+ * npm run bench:real: real rank processes (clients/python, one per stage, torch.distributed gloo on
+ * 127.0.0.1) in wall-clock time, with the real daemon and Redis in the loop for pipemorph. Every
+ * iteration time here is measured by the ranks; the engine only supplies the model column.
+ *
+ * Policies per scenario:
+ * - healthy: the daemon's initial plan (Alg. 1, device memory), no injected delay;
+ * - zb-static: the same schedule with the delay, GPU-direct sends (head-of-line blocking);
+ * - delegation-only: the same schedule with the daemon's own delegation toggles on from the start;
+ * - pipemorph: ranks follow the daemon, which detects the slow link and publishes a new schedule.
+ * Static policies are measured over their steady iterations; pipemorph over the iterations after its
+ * last switch. `model` is the emulator's iteration time for the same schedule and delay (the engine the
+ * daemon plans with): the distance measured vs model is what the model misses of real processes.
+ *
+ * --compute sleep (default) holds each op for its profiled time with real processes, sends and clocks;
+ * a 2-core box cannot run 8 real compute processes without contention. PIPEMORPH_BENCH_ONLY=4|8 picks
+ * scenarios by stage count; PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also
+ * written to bench/results/real.json.
+ */
+import { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import Redis from 'ioredis';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
+import { AppModule } from '../src/daemon/app.module';
+import { loadConfig } from '../src/daemon/config/load-config';
+import { parseDelaySpec } from '../src/emulator/delay/delay-spec';
+import { DEFAULT_EMULATION, EmulatedJob } from '../src/emulator/emulated-job';
+import { replicaPlans } from '../src/emulator/replica-plans';
+import { megatron8, uniform4 } from '../src/emulator/scenarios';
+import { deviceInflightCaps } from '../src/core/planner/initial-planner';
+import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
+import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
+import { jobKeys } from '../src/protocol/redis-keys';
+import { meanMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const QUICK = process.env.PIPEMORPH_BENCH_QUICK === '1';
+const ONLY = process.env.PIPEMORPH_BENCH_ONLY ?? '';
+
+interface RealScenario {
+  name: string;
+  profile: PipelineProfile;
+  /** The straggler, without its start: "const:2=30" or a dynamic spec (slow from the start). */
+  delay: string;
+  /** Iteration the const straggler starts for pipemorph (healthy before, so the detector learns). */
+  from: number;
+  iterations: number;
+  deviceActivations: number[];
+}
+
+function caps(profile: PipelineProfile, fallback: number): number[] {
+  return profile.memory ? deviceInflightCaps(toPipelineModel(profile)) : new Array(profile.stages).fill(fallback);
+}
+
+function realScenarios(): RealScenario[] {
+  const u4 = uniform4();
+  const m8 = megatron8();
+  const it = (n: number) => (QUICK ? Math.ceil(n / 2) : n);
+  const list: RealScenario[] = [
+    { name: '4-stage, 30 ms on link 2-3', profile: u4, delay: 'const:2=30', from: 6, iterations: it(30), deviceActivations: caps(u4, 8) },
+    { name: '4-stage, 60 ms on link 2-3', profile: u4, delay: 'const:2=60', from: 6, iterations: it(30), deviceActivations: caps(u4, 8) },
+    { name: '8-stage, 60 ms on link 6-7', profile: m8, delay: 'const:6=60', from: 6, iterations: it(28), deviceActivations: caps(m8, 16) },
+    { name: '8-stage, dynamic trace A', profile: m8, delay: 'dynamic:A:seed=7', from: 0, iterations: it(24), deviceActivations: caps(m8, 16) },
+  ];
+  return list.filter((s) => ONLY === '' || s.name.startsWith(`${ONLY}-stage`));
+}
+
+/** "const:2=30" from iteration `from` as a step spec; dynamic specs run from the start. */
+function delayFrom(spec: string, from: number): string {
+  if (!spec.startsWith('const:') || from === 0) return spec;
+  return `step:${spec.slice('const:'.length).split(',').map((item) => `${from}@${item}`).join(',')}`;
+}
+
+/** The emulator's mean iteration time for a schedule under a delay spec (the daemon's engine). */
+function modelMs(s: RealScenario, schedule: PublishedSchedule, spec: string, iterations = 8): number {
+  const job = new EmulatedJob(`model-${Date.now()}`, s.profile, 1, parseDelaySpec(spec, s.profile.stages - 1), { ...DEFAULT_EMULATION, jitter: 0 });
+  const plans = replicaPlans(schedule, 1, s.profile.stages, s.profile.microbatches);
+  let total = 0;
+  for (let i = 0; i < iterations; i++) total += job.runIteration(i, plans, new Array(s.profile.stages).fill(schedule.version)).iterationMs;
+  return total / iterations;
+}
+
+async function startDaemon(): Promise<INestApplication> {
+  const config = loadConfig({ REDIS_URL });
+  config.http.port = 0;
+  config.ingest.blockMs = 20;
+  config.jobs.discoveryIntervalMs = 50;
+  config.control.minReplanIntervalMs = 0;
+  const app = await NestFactory.create(AppModule.forRoot(config), { logger: false });
+  await app.listen(0, '127.0.0.1');
+  return app;
+}
+
+async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSchedule> {
+  for (let tries = 0; tries < 600; tries++) {
+    const raw = await redis.get(jobKeys(jobId).schedule);
+    if (raw) return JSON.parse(raw) as PublishedSchedule;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no schedule for ${jobId}`);
+}
+
+interface PolicyRow {
+  meanIterationMs: number;
+  modelMs: number;
+}
+interface ScenarioRow {
+  name: string;
+  stages: number;
+  microbatches: number;
+  compute: 'sleep';
+  healthyMs: number;
+  healthyModelMs: number;
+  policies: Record<'zb-static' | 'delegation-only' | 'pipemorph', PolicyRow>;
+  /** The daemon's prediction published with pipemorph's last switch, and what the ranks measured after it. */
+  predictedMs: number | null;
+  switches: Array<{ version: number; iteration: number; predictedMs: number | null }>;
+  /** pipemorph slowdown vs healthy, measured and in the model. */
+  slowdown: number;
+  modelSlowdown: number;
+  mixedIterations: number;
+}
+
+async function runScenario(redis: Redis, s: RealScenario, index: number): Promise<ScenarioRow> {
+  const jobId = `bench-real-${index}-${Date.now().toString(36)}`;
+  const slowSpec = delayFrom(s.delay, s.from);
+  // pipemorph first: its initial plan (v1) is the static baselines' schedule, its delegation theirs.
+  const runPromise = runRealJob({ profile: s.profile, iterations: s.iterations, compute: 'sleep', delays: slowSpec, redisUrl: REDIS_URL, jobId, registration: realRegistration(jobId, s.profile, s.deviceActivations) });
+  const initial = await waitForSchedule(redis, jobId);
+  const live: RealJobResult = await runPromise;
+  const last = JSON.parse((await redis.get(jobKeys(jobId).schedule)) as string) as PublishedSchedule;
+  const versions = live.iterations.map((it) => it.versions[0]);
+  const switches: ScenarioRow['switches'] = [];
+  versions.forEach((v, i) => {
+    if (i > 0 && v !== versions[i - 1]) switches.push({ version: v, iteration: i, predictedMs: v === last.version ? last.prediction?.newMs ?? null : null });
+  });
+  const after = switches.length ? switches[switches.length - 1].iteration + 1 : s.from + 2;
+  const staticIterations = Math.max(8, Math.ceil(s.iterations / 2));
+  const healthy = await runRealJob({ profile: s.profile, iterations: staticIterations, compute: 'sleep', delays: 'none', schedule: initial });
+  const zb = await runRealJob({ profile: s.profile, iterations: staticIterations, compute: 'sleep', delays: s.delay, schedule: initial });
+  const delegated: PublishedSchedule = { ...initial, delegation: last.delegation };
+  const deleg = await runRealJob({ profile: s.profile, iterations: staticIterations, compute: 'sleep', delays: s.delay, schedule: delegated });
+  const settle = Math.min(2, staticIterations - 1);
+  const healthyMs = meanMs(healthy, settle);
+  const healthyModelMs = modelMs(s, initial, 'none');
+  const pipemorphMs = meanMs(live, after);
+  const pipemorphModelMs = modelMs(s, last, s.delay);
+  return {
+    name: s.name,
+    stages: s.profile.stages,
+    microbatches: s.profile.microbatches,
+    compute: 'sleep',
+    healthyMs,
+    healthyModelMs,
+    policies: {
+      'zb-static': { meanIterationMs: meanMs(zb, settle), modelMs: modelMs(s, initial, s.delay) },
+      'delegation-only': { meanIterationMs: meanMs(deleg, settle), modelMs: modelMs(s, delegated, s.delay) },
+      pipemorph: { meanIterationMs: pipemorphMs, modelMs: pipemorphModelMs },
+    },
+    predictedMs: last.prediction?.newMs ?? null,
+    switches,
+    slowdown: pipemorphMs / healthyMs,
+    modelSlowdown: pipemorphModelMs / healthyModelMs,
+    mixedIterations: live.mixedIterations.length + healthy.mixedIterations.length + zb.mixedIterations.length + deleg.mixedIterations.length,
+  };
+}
+
+function fmt(x: number | null, digits = 0): string {
+  return x === null || !Number.isFinite(x) ? '-' : x.toFixed(digits);
+}
+
+async function main(): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  const app = await startDaemon();
+  const rows: ScenarioRow[] = [];
+  try {
+    const list = realScenarios();
+    for (let i = 0; i < list.length; i++) {
+      const row = await runScenario(redis, list[i], i);
+      rows.push(row);
+      const p = row.policies;
+      console.log(`${row.name}: healthy ${fmt(row.healthyMs)} ms | zb-static ${fmt(p['zb-static'].meanIterationMs)} | delegation-only ${fmt(p['delegation-only'].meanIterationMs)} | pipemorph ${fmt(p.pipemorph.meanIterationMs)} (predicted ${fmt(row.predictedMs)}, model ${fmt(p.pipemorph.modelMs)}) | switches ${row.switches.map((s) => `v${s.version}@${s.iteration}`).join(' ')}`);
+    }
+  } finally {
+    await app.close();
+    redis.disconnect();
+  }
+  console.log('');
+  console.log('| scenario | healthy ms | zb-static | delegation-only | pipemorph | pipemorph slowdown (model) | predicted ms | measured after switch |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const p = r.policies;
+    const x = (ms: number) => `${fmt(ms)} (${fmt(ms / r.healthyMs, 2)}x)`;
+    console.log(`| ${r.name} | ${fmt(r.healthyMs)} | ${x(p['zb-static'].meanIterationMs)} | ${x(p['delegation-only'].meanIterationMs)} | ${x(p.pipemorph.meanIterationMs)} | ${fmt(r.slowdown, 2)}x (${fmt(r.modelSlowdown, 2)}x) | ${fmt(r.predictedMs)} | ${fmt(p.pipemorph.meanIterationMs)} |`);
+  }
+  const json = JSON.stringify({ bench: 'real', compute: 'sleep', scenarios: rows });
+  mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
+  writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'real.json'), `${json}\n`);
+  console.log(json);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
