@@ -62,6 +62,19 @@ afterAll(async () => {
   await redis.quit();
 });
 
+/**
+ * Waits until the daemon's consumer group has read every entry of the job's reports stream and
+ * acknowledged it (it XACKs after acting on a message): the positive signal that lets a test assert
+ * that something did NOT happen without guessing how long the daemon takes.
+ */
+async function processed(job: FakeJob): Promise<void> {
+  await waitFor('the daemon to process every report and ack', async () => {
+    const groups = (await redis.xinfo('GROUPS', job.keys.reports)) as Array<Array<string | number | null>>;
+    const g = groups.find((x) => x[x.indexOf('name') + 1] === 'pipemorph');
+    return !!g && Number(g[g.indexOf('pending') + 1]) === 0 && g[g.indexOf('lag') + 1] !== null && Number(g[g.indexOf('lag') + 1]) === 0;
+  });
+}
+
 describe('daemon: detect, re-plan, publish', () => {
   it('absorbs a slow pipeline link with more slackness and delegation, and recovers', async () => {
     daemon = await startDaemon(config());
@@ -76,7 +89,8 @@ describe('daemon: detect, re-plan, publish', () => {
 
     // Healthy iterations let the detector learn each link's baseline.
     for (let k = 0; k < 12; k++) await job.reportIteration();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Positive signal first: the daemon has read and acknowledged every report (it acks after deciding).
+    await processed(job);
     expect((await job.committed())!.version).toBe(initial.version);
 
     // 40 ms on link 2 (stages 2-3): more than the initial plan's slackness absorbs.
@@ -147,7 +161,7 @@ describe('daemon: switching handshake', () => {
       prepare = (await job.pollControl()).find((e) => e.type === 'prepare');
     }
     expect(prepare).toBeDefined();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await processed(job); // the three acks are read and handled
     expect((await job.committed())!.version).toBe(initial.version); // three of four acked: not committed
     expect((await job.pending())!.version).toBe(prepare!.version);
     job.ackPolicy.delete(3);

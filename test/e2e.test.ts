@@ -31,7 +31,7 @@ const mean = (xs: IterationResult[]) => xs.reduce((a, r) => a + r.iterationMs, 0
 /** 30 ms on link 2-3 of the paper's 4-stage pipeline from iteration 10 to 50. */
 const straggler = () => stepDelay([{ fromIteration: 10, links: [2], delayMs: 30 }, { fromIteration: 50, links: [2], delayMs: 0 }]);
 
-async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number } = {}): Promise<RankGroup> {
+async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number; agreement?: 'min' | 'skip' } = {}): Promise<RankGroup> {
   const job = new EmulatedJob(`test-e2e-${name}-${process.pid}-${Date.now().toString(36)}`, uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 });
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: [8, 8, 8, 8], hostActivations: 64, ...options });
   groups.push(group);
@@ -69,12 +69,30 @@ describe('daemon + emulated job', () => {
   it('switches every rank at the same iteration even when one rank hears of schedules late', async () => {
     // No wall-clock back-off after the late rank's refusal: lockstep iterations run in virtual time,
     // and a fast machine would otherwise finish the straggler phase before the retry (flaky).
+    // The shortest lead (3 iterations, none from leadMs): the slow rank, polling every 3rd
+    // iteration, hears each commit after the others and after its effective iteration.
     daemon = await startDaemon(config((c) => {
-      c.handshake.leadMs = 2000;
+      c.handshake.leadMs = 0;
       c.handshake.retryBackoffMs = 0;
     }));
-    const group = await runJob('slow-rank', { slowRanks: [5], slowEvery: 4 });
-    expect(group.history.filter((x) => new Set(x.versions).size > 1)).toEqual([]);
+    const group = await runJob('slow-rank', { slowRanks: [5], slowEvery: 3 });
+    // The slow rank really knew less: in some iterations its own k_local was behind the others'.
+    const lagging = group.history.filter((x) => new Set(x.local).size > 1).map((x) => x.iteration);
+    expect(lagging.length).toBeGreaterThan(0);
+    // Yet every rank's own record says it ran the same version as every other rank.
+    expect(group.mixedIterations()).toEqual([]);
     expect(new Set(group.history.map((x) => x.versions[0])).size).toBeGreaterThanOrEqual(2);
+  });
+
+  it('catches a broken agreement: without the MIN, the ranks\' own records show mixed versions', async () => {
+    daemon = await startDaemon(config((c) => {
+      c.handshake.leadMs = 0;
+      c.handshake.retryBackoffMs = 0;
+    }));
+    const group = await runJob('skip-min', { slowRanks: [5], slowEvery: 3, agreement: 'skip' });
+    const mixed = group.mixedIterations();
+    expect(mixed.length).toBeGreaterThan(0);
+    // Exactly the iterations in which the ranks' knowledge differed.
+    expect(mixed).toEqual(group.history.filter((x) => new Set(x.local).size > 1).map((x) => x.iteration));
   });
 });

@@ -7,6 +7,8 @@
  *    crosses slows by 30 ms; the daemon re-maps the ranks so that a pipeline edge crosses it
  *    instead, and absorbs what remains with slackness and delegation.
  * One line per iteration, then a summary per act. DEMO_ACTS=1 or DEMO_ACTS=2 runs one act.
+ * `npm run demo -- --real` (or DEMO_RANKS=real) plays act 1 with real PyTorch rank processes instead
+ * (src/real/real-act.ts).
  */
 import 'reflect-metadata';
 import { INestApplication } from '@nestjs/common';
@@ -20,6 +22,7 @@ import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
 import { RankGroup } from './rank-group';
 import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from './scenarios';
 import { runStaticPolicy } from './static-policy';
+import { realAct } from '../real/real-act';
 
 const SLOW_LINK = 6;
 const DELAY_MS = 60;
@@ -72,11 +75,13 @@ async function main(): Promise<void> {
   const port = (app.getHttpServer().address() as { port: number }).port;
   const registry = app.get(JobRegistry);
 
+  const real = process.argv.includes('--real') || process.env.DEMO_RANKS === 'real' || process.env.DEMO_RANKS === 'torch';
   const acts = process.env.DEMO_ACTS ?? '1,2';
   console.log(paint('1', 'pipemorph live demo') + `: daemon on http://127.0.0.1:${port} (GET /jobs, /metrics), Redis at ${config.redis.url}\n`);
   try {
-    if (acts.includes('1')) await pipelineAct(redis, registry, port, () => stopping);
-    if (acts.includes('2') && !stopping) await dataParallelAct(redis, registry, port, () => stopping);
+    if (real) await realAct(redis, config.redis.url, port, paint, bar);
+    else if (acts.includes('1')) await pipelineAct(redis, registry, port, () => stopping);
+    if (!real && acts.includes('2') && !stopping) await dataParallelAct(redis, registry, port, () => stopping);
   } finally {
     await app.close();
     await redis.quit();
@@ -121,7 +126,7 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
   } finally {
     await group.cleanup();
   }
-  summary(rows, healthyMs, profile);
+  summary(rows, healthyMs, profile, group.mixedIterations());
   console.log('\nswitches:');
   for (const s of group.learned()) {
     console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}; warm-up ${s.pipelines[0].warmup.join(',')}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
@@ -184,7 +189,7 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
   }
 }
 
-function summary(rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }>, healthyMs: number, profile: ReturnType<typeof megatron8>): void {
+function summary(rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }>, healthyMs: number, profile: ReturnType<typeof megatron8>, mixed: number[]): void {
   if (rows.length === 0) return;
   const firstVersion = rows[0].version;
   const phases = [
@@ -204,7 +209,9 @@ function summary(rows: Array<{ iteration: number; ms: number; version: number; d
     console.log(`${phase.name.padEnd(28)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
   }
   console.log(`${'straggler, static ZB only'.padEnd(28)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
-  console.log(`\nversions used: ${[...new Set(rows.map((r) => r.version))].map((v) => 'v' + v).join(' -> ')}; no iteration mixed versions across ranks.`);
+  // Read from every rank's own record of the version it ran (RankGroup.history), not assumed.
+  const agreement = mixed.length === 0 ? 'every rank recorded the same version in every iteration' : paint('31', `ranks ran MIXED versions in iterations ${mixed.join(', ')}`);
+  console.log(`\nversions used: ${[...new Set(rows.map((r) => r.version))].map((v) => 'v' + v).join(' -> ')}; ${agreement}.`);
 }
 
 main().catch((error) => {

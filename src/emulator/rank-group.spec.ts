@@ -26,7 +26,12 @@ class FakeRedis {
     return this.schedule;
   }
   pipeline() {
-    const p = { xadd: (...args: unknown[]) => (this.written.push(args), p), exec: async () => [] };
+    const reads: Array<Promise<unknown>> = [];
+    const p = {
+      xadd: (...args: unknown[]) => (this.written.push(args), p),
+      xread: (count: string, n: number, streams: string, key: string, cursor: string) => (reads.push(this.xread(count, n, streams, key, cursor)), p),
+      exec: async () => (await Promise.all(reads)).map((r) => [null, r]),
+    };
     return p;
   }
   async xread(_count: string, _n: number, _streams: string, key: string, cursor: string): Promise<Array<[string, Array<[string, string[]]>]> | null> {

@@ -3,6 +3,7 @@ import { ControlEvent, PublishedSchedule, Registration } from '../protocol/proto
 import { jobKeys, REGISTRATIONS_STREAM } from '../protocol/redis-keys';
 import { EmulatedJob, IterationResult, ReplicaPlan } from './emulated-job';
 import { replicaPlans } from './replica-plans';
+import { RankView } from './rank-view';
 
 export interface RankGroupOptions {
   /** Ranks that read the control stream only every `slowEvery` iterations (a rank that hears late). */
@@ -13,6 +14,12 @@ export interface RankGroupOptions {
   hostActivations: number;
   /** Virtual time: after writing, wait until the daemon has handled everything (lockstep, fast and repeatable). */
   lockstep: boolean;
+  /**
+   * How the ranks agree on the version to run (protocol sec. 5.2). `min` (default): the all-reduce
+   * MIN of every rank's own k_local. `skip` breaks it on purpose, for tests of the checks: every rank
+   * runs its own k_local, and the per-rank records show the mixed iterations.
+   */
+  agreement?: 'min' | 'skip';
   consumerGroup?: string;
 }
 
@@ -24,25 +31,25 @@ export interface RankGroupOptions {
  */
 export class RankGroup {
   readonly keys;
-  private cursor = '0-0';
-  /** The prepare under way and the ranks that answered it. */
-  private open: ControlEvent | null = null;
-  private readonly acked = new Set<number>();
-  private epoch = 0;
-  /** Committed schedules in the order they were learned. */
+  /** Each reporting rank's own protocol state. */
+  private readonly views: RankView[];
+  /** Schedule contents by version (identical for every rank that GETs them; the model needs them). */
+  private readonly contents = new Map<number, PublishedSchedule>();
+  /** Committed schedules in the order any rank learned them. */
   private readonly commits: PublishedSchedule[] = [];
-  /** How many of `commits` each rank knows. */
-  private readonly knownUpTo: number[];
   private readonly plans = new Map<number, ReplicaPlan[]>();
   private readonly ranks: number[];
   iteration = 0;
-  /** Versions each rank ran, per iteration (for checking that no iteration mixes versions). */
-  readonly history: Array<{ iteration: number; versions: number[]; iterationMs: number; topologyVersion: number }> = [];
+  /**
+   * Per iteration, the version each rank itself recorded running (`versions`, index = rank) and the
+   * k_local it brought to the agreement (`local`): the evidence for "no iteration mixed versions".
+   */
+  readonly history: Array<{ iteration: number; versions: number[]; local: number[]; iterationMs: number; topologyVersion: number }> = [];
 
   constructor(private readonly redis: Redis, readonly job: EmulatedJob, private readonly options: RankGroupOptions) {
     this.keys = jobKeys(job.jobId);
     this.ranks = Array.from({ length: job.dp * job.stages }, (_, r) => r);
-    this.knownUpTo = this.ranks.map(() => 0);
+    this.views = this.ranks.map((r) => new RankView(r));
   }
 
   registration(): Registration {
@@ -72,21 +79,27 @@ export class RankGroup {
     await this.redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(this.registration()));
   }
 
-  /** Connects like a restarting rank: cursor first, then the committed and pending schedules. */
+  /** Every rank connects like a restarting rank (sec. 4): cursor first, then the committed schedule. */
   async connect(timeoutMs = 30000): Promise<PublishedSchedule> {
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const last = (await this.redis.xrevrange(this.keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
-      const raw = await this.redis.get(this.keys.schedule);
-      if (raw) {
-        if (last.length > 0) this.cursor = last[0][0];
-        const schedule = JSON.parse(raw) as PublishedSchedule;
-        this.learn(schedule, this.ranks);
-        return schedule;
+    let first: PublishedSchedule | null = null;
+    for (const view of this.views) {
+      for (;;) {
+        const last = (await this.redis.xrevrange(this.keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+        const raw = await this.redis.get(this.keys.schedule);
+        if (raw) {
+          const schedule = JSON.parse(raw) as PublishedSchedule;
+          const lastEvent = last.length > 0 ? (JSON.parse(last[0][1][last[0][1].indexOf('m') + 1]) as ControlEvent) : null;
+          view.connect(last.length > 0 ? last[0][0] : '0-0', lastEvent?.epoch ?? 0, schedule);
+          this.keep(schedule);
+          first ??= schedule;
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`no schedule for job ${this.job.jobId} after ${timeoutMs} ms: is the daemon running?`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      if (Date.now() > deadline) throw new Error(`no schedule for job ${this.job.jobId} after ${timeoutMs} ms: is the daemon running?`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    return first!;
   }
 
   /** Committed schedules the ranks learned, oldest first. */
@@ -94,24 +107,26 @@ export class RankGroup {
     return this.commits;
   }
 
-  /** The version every rank runs at `iteration`: the MIN over ranks of the newest commit each knows that applies. */
+  /** The schedule the job runs at `iteration` under the MIN agreement: the lowest k_local of all ranks. */
   agreedVersion(iteration: number): PublishedSchedule {
-    let agreed: PublishedSchedule | null = null;
-    for (const rank of this.ranks) {
-      let mine: PublishedSchedule | null = null;
-      for (let k = 0; k < this.knownUpTo[rank]; k++) {
-        const c = this.commits[k];
-        if (c.effectiveIteration <= iteration && (!mine || c.version > mine.version)) mine = c;
-      }
-      // Right after connecting every rank knows the connect-time schedule, so mine is never null.
-      if (mine && (!agreed || mine.version < agreed.version)) agreed = mine;
-    }
-    return agreed!;
+    const k = Math.min(...this.views.map((v) => v.localVersion(iteration)));
+    return this.contents.get(k)!;
+  }
+
+  /** Iterations in which the ranks' own records disagree (must be none). */
+  mixedIterations(): number[] {
+    return this.history.filter((h) => new Set(h.versions).size > 1).map((h) => h.iteration);
   }
 
   async step(): Promise<IterationResult> {
     const i = this.iteration;
-    const schedule = this.agreedVersion(i);
+    const local = this.views.map((v) => v.localVersion(i));
+    const agreed = Math.min(...local);
+    const versions = this.options.agreement === 'skip' ? local : local.map(() => agreed);
+    this.views.forEach((v, r) => v.ran(versions[r]));
+    // The engine runs one schedule per replica: the agreed one. Under a broken agreement the ranks'
+    // records still say what each would have run; that is what the checks read.
+    const schedule = this.contents.get(agreed)!;
     // Every rank runs the agreed version, so all of them switch topology at this same boundary.
     // A schedule without topology keeps the layout in force (the daemon sends one on every
     // schedule once the job has been re-mapped).
@@ -121,65 +136,70 @@ export class RankGroup {
       plans = replicaPlans(schedule, this.job.dp, this.job.stages, this.job.profile.microbatches);
       this.plans.set(schedule.version, plans);
     }
-    const result = this.job.runIteration(i, plans, this.ranks.map(() => schedule.version));
-    this.history.push({ iteration: i, versions: this.ranks.map(() => schedule.version), iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
+    const result = this.job.runIteration(i, plans, versions);
+    this.history.push({ iteration: i, versions, local, iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
     const pipeline = this.redis.pipeline();
     for (const report of result.reports) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 100000, '*', 'm', JSON.stringify(report));
     await pipeline.exec();
     if (this.options.lockstep) await this.drained();
     this.iteration++;
-    if (await this.pollControl()) {
+    if (await this.pollControl(false)) {
       if (this.options.lockstep) await this.drained();
-      await this.pollControl();
+      await this.pollControl(true);
     }
     return result;
   }
 
-  /** Reads control events; each rank answers prepares (if it polls this iteration). Returns whether acks were sent. */
-  private async pollControl(): Promise<boolean> {
-    const reply = (await this.redis.xread('COUNT', 1000, 'STREAMS', this.keys.control, this.cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+  /**
+   * Each rank that polls this iteration reads the control stream from its own cursor, learns commits
+   * (GETting the schedule content it lacks) and answers prepares (GET pending, then ack: accepted iff
+   * the iteration it is about to run is before the effective iteration). Returns whether acks were sent.
+   */
+  private async pollControl(again: boolean): Promise<boolean> {
+    // A slow rank reads at most once per iteration, so a commit landing after its ack reaches it only
+    // at its next read; the others read once more when they acked (the commit follows at once).
+    const slow = (v: RankView) => this.options.slowRanks?.includes(v.rank) ?? false;
+    const polling = this.views.filter((v) => !slow(v) || (!again && this.iteration % (this.options.slowEvery ?? 1) === 0));
+    if (polling.length === 0) return false;
+    const reads = this.redis.pipeline();
+    for (const view of polling) reads.xread('COUNT', 1000, 'STREAMS', this.keys.control, view.cursor);
+    const replies = (await reads.exec()) ?? [];
+    const acks = this.redis.pipeline();
     let acked = false;
-    const polling = this.ranks.filter((r) => !this.options.slowRanks?.includes(r) || this.iteration % (this.options.slowEvery ?? 1) === 0);
-    for (const [, entries] of reply ?? []) {
-      for (const [id, fields] of entries) {
-        this.cursor = id;
-        const event = JSON.parse(fields[fields.indexOf('m') + 1]) as ControlEvent;
-        if (event.epoch < this.epoch) continue; // fenced: an old owner
-        this.epoch = event.epoch;
-        if (event.type === 'prepare') {
-          this.open = event;
-          this.acked.clear();
-        } else if (this.open?.version === event.version) {
-          this.open = null;
-        }
-        if (event.type === 'commit') {
-          const raw = await this.redis.get(this.keys.schedule);
-          if (raw) this.learn(JSON.parse(raw) as PublishedSchedule, polling);
+    for (let n = 0; n < polling.length; n++) {
+      const view = polling[n];
+      const reply = replies[n][1] as Array<[string, Array<[string, string[]]>]> | null;
+      for (const [, entries] of reply ?? []) {
+        for (const [id, fields] of entries) {
+          const learned = view.onEvent(id, JSON.parse(fields[fields.indexOf('m') + 1]) as ControlEvent);
+          if (learned === null) continue;
+          const held = this.contents.get(learned);
+          if (held) this.keep({ ...held, state: 'committed' });
+          else {
+            const raw = await this.redis.get(this.keys.schedule); // it did not see the prepare
+            if (raw) this.keep(JSON.parse(raw) as PublishedSchedule);
+          }
         }
       }
+      for (const prepare of view.toAnswer.splice(0)) {
+        const raw = await this.redis.get(this.keys.pending);
+        const pending = raw ? (JSON.parse(raw) as PublishedSchedule) : null;
+        if (!pending || pending.version !== prepare.version || pending.epoch < view.epoch) continue; // aborted or superseded
+        this.contents.set(pending.version, pending);
+        const accepted = this.iteration < pending.effectiveIteration;
+        const ack = { type: 'ack', protocol: 1, jobId: this.job.jobId, rank: view.rank, version: pending.version, epoch: pending.epoch, iteration: this.iteration, accepted, ...(accepted ? {} : { reason: 'late' }) };
+        acks.xadd(this.keys.reports, '*', 'm', JSON.stringify(ack));
+        acked = true;
+      }
     }
-    // Slow ranks catch up with what the others learned when they do poll.
-    for (const rank of polling) this.knownUpTo[rank] = this.commits.length;
-    if (this.open) acked = await this.acknowledge(this.open, polling.filter((r) => !this.acked.has(r)));
+    if (acked) await acks.exec();
     return acked;
   }
 
-  private async acknowledge(event: ControlEvent, ranks: number[]): Promise<boolean> {
-    if (ranks.length === 0) return false;
-    const pipeline = this.redis.pipeline();
-    for (const rank of ranks) {
-      this.acked.add(rank);
-      const accepted = this.iteration < event.effectiveIteration;
-      const ack = { type: 'ack', protocol: 1, jobId: this.job.jobId, rank, version: event.version, epoch: event.epoch, iteration: this.iteration, accepted, ...(accepted ? {} : { reason: 'late' }) };
-      pipeline.xadd(this.keys.reports, '*', 'm', JSON.stringify(ack));
-    }
-    await pipeline.exec();
-    return true;
-  }
-
-  private learn(schedule: PublishedSchedule, ranks: number[]): void {
+  /** Records a committed schedule's content (and, the first time, that the job learned it). */
+  private keep(schedule: PublishedSchedule): void {
+    this.contents.set(schedule.version, schedule);
     if (!this.commits.some((c) => c.version === schedule.version)) this.commits.push(schedule);
-    for (const rank of ranks) this.knownUpTo[rank] = this.commits.length;
   }
 
   /** Waits until the daemon has read and acknowledged everything written to the reports stream. */
