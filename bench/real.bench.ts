@@ -33,7 +33,7 @@ import { deviceInflightCaps } from '../src/core/planner/initial-planner';
 import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
-import { meanMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
+import { meanMs, medianMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.env.PIPEMORPH_BENCH_QUICK === '1';
@@ -104,6 +104,8 @@ async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSc
 
 interface PolicyRow {
   meanIterationMs: number;
+  /** The table's figure: the median is robust to iterations slowed by other processes on a shared 2-core box. */
+  medianIterationMs: number;
   modelMs: number;
 }
 interface ScenarioRow {
@@ -112,6 +114,7 @@ interface ScenarioRow {
   microbatches: number;
   compute: 'sleep';
   healthyMs: number;
+  healthyMeanMs: number;
   healthyModelMs: number;
   policies: Record<'zb-static' | 'delegation-only' | 'pipemorph', PolicyRow>;
   /** The daemon's prediction published with pipemorph's last switch, and what the ranks measured after it. */
@@ -143,9 +146,9 @@ async function runScenario(redis: Redis, s: RealScenario, index: number): Promis
   const delegated: PublishedSchedule = { ...initial, delegation: last.delegation };
   const deleg = await runRealJob({ profile: s.profile, iterations: staticIterations, compute: 'sleep', delays: s.delay, schedule: delegated });
   const settle = Math.min(2, staticIterations - 1);
-  const healthyMs = meanMs(healthy, settle);
+  const healthyMs = medianMs(healthy, settle);
   const healthyModelMs = modelMs(s, initial, 'none');
-  const pipemorphMs = meanMs(live, after);
+  const pipemorphMs = medianMs(live, after);
   const pipemorphModelMs = modelMs(s, last, s.delay);
   return {
     name: s.name,
@@ -153,11 +156,12 @@ async function runScenario(redis: Redis, s: RealScenario, index: number): Promis
     microbatches: s.profile.microbatches,
     compute: 'sleep',
     healthyMs,
+    healthyMeanMs: meanMs(healthy, settle),
     healthyModelMs,
     policies: {
-      'zb-static': { meanIterationMs: meanMs(zb, settle), modelMs: modelMs(s, initial, s.delay) },
-      'delegation-only': { meanIterationMs: meanMs(deleg, settle), modelMs: modelMs(s, delegated, s.delay) },
-      pipemorph: { meanIterationMs: pipemorphMs, modelMs: pipemorphModelMs },
+      'zb-static': { meanIterationMs: meanMs(zb, settle), medianIterationMs: medianMs(zb, settle), modelMs: modelMs(s, initial, s.delay) },
+      'delegation-only': { meanIterationMs: meanMs(deleg, settle), medianIterationMs: medianMs(deleg, settle), modelMs: modelMs(s, delegated, s.delay) },
+      pipemorph: { meanIterationMs: meanMs(live, after), medianIterationMs: pipemorphMs, modelMs: pipemorphModelMs },
     },
     predictedMs: last.prediction?.newMs ?? null,
     switches,
@@ -181,19 +185,20 @@ async function main(): Promise<void> {
       const row = await runScenario(redis, list[i], i);
       rows.push(row);
       const p = row.policies;
-      console.log(`${row.name}: healthy ${fmt(row.healthyMs)} ms | zb-static ${fmt(p['zb-static'].meanIterationMs)} | delegation-only ${fmt(p['delegation-only'].meanIterationMs)} | pipemorph ${fmt(p.pipemorph.meanIterationMs)} (predicted ${fmt(row.predictedMs)}, model ${fmt(p.pipemorph.modelMs)}) | switches ${row.switches.map((s) => `v${s.version}@${s.iteration}`).join(' ')}`);
+      console.log(`${row.name}: healthy ${fmt(row.healthyMs)} ms | zb-static ${fmt(p['zb-static'].medianIterationMs)} | delegation-only ${fmt(p['delegation-only'].medianIterationMs)} | pipemorph ${fmt(p.pipemorph.medianIterationMs)} (predicted ${fmt(row.predictedMs)}, model ${fmt(p.pipemorph.modelMs)}) | switches ${row.switches.map((s) => `v${s.version}@${s.iteration}`).join(' ')}`);
     }
   } finally {
     await app.close();
     redis.disconnect();
   }
   console.log('');
-  console.log('| scenario | healthy ms | zb-static | delegation-only | pipemorph | pipemorph slowdown (model) | predicted ms | measured after switch |');
+  console.log('Median iteration time of the measured iterations, ms (slowdown vs healthy); model: the emulator for the same schedule and delay.');
+  console.log('| scenario | healthy | zb-static | delegation-only | pipemorph | pipemorph slowdown, measured (model) | predicted at last switch | measured after it |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const p = r.policies;
     const x = (ms: number) => `${fmt(ms)} (${fmt(ms / r.healthyMs, 2)}x)`;
-    console.log(`| ${r.name} | ${fmt(r.healthyMs)} | ${x(p['zb-static'].meanIterationMs)} | ${x(p['delegation-only'].meanIterationMs)} | ${x(p.pipemorph.meanIterationMs)} | ${fmt(r.slowdown, 2)}x (${fmt(r.modelSlowdown, 2)}x) | ${fmt(r.predictedMs)} | ${fmt(p.pipemorph.meanIterationMs)} |`);
+    console.log(`| ${r.name} | ${fmt(r.healthyMs)} | ${x(p['zb-static'].medianIterationMs)} | ${x(p['delegation-only'].medianIterationMs)} | ${x(p.pipemorph.medianIterationMs)} | ${fmt(r.slowdown, 2)}x (${fmt(r.modelSlowdown, 2)}x) | ${fmt(r.predictedMs)} | ${fmt(p.pipemorph.medianIterationMs)} |`);
   }
   const json = JSON.stringify({ bench: 'real', compute: 'sleep', scenarios: rows });
   mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });

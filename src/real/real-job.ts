@@ -81,8 +81,19 @@ export function realRegistration(jobId: string, profile: PipelineProfile, device
   };
 }
 
+function kept(result: RealJobResult, from: number, to: number): number[] {
+  return result.iterations.slice(Math.max(0, Math.min(from, result.iterations.length - 1)), to).map((it) => it.ms);
+}
+
 /** Mean iteration time over iterations [from, to) of a run, as the ranks measured it. */
 export function meanMs(result: RealJobResult, from: number, to = result.iterations.length): number {
-  const kept = result.iterations.slice(Math.max(0, Math.min(from, result.iterations.length - 1)), to);
-  return kept.reduce((a, it) => a + it.ms, 0) / kept.length;
+  const xs = kept(result, from, to);
+  return xs.reduce((a, x) => a + x, 0) / xs.length;
+}
+
+/** Median iteration time over iterations [from, to): robust to a few iterations slowed by other processes on the machine. */
+export function medianMs(result: RealJobResult, from: number, to = result.iterations.length): number {
+  const xs = kept(result, from, to).sort((a, b) => a - b);
+  const mid = xs.length >> 1;
+  return xs.length % 2 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
 }
