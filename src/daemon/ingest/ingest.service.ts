@@ -170,7 +170,7 @@ export class IngestService {
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       this.metrics.ingestMessages.inc({ type: 'register', result: 'rejected' });
-      await this.store.reject(REJECTED_REGISTRATIONS_STREAM, entry.message, error.message, this.config.ingest.rejectedMaxLen);
+      await this.store.reject(REJECTED_REGISTRATIONS_STREAM, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
     }
   }
 
@@ -203,9 +203,10 @@ export class IngestService {
       return this.handleReport(current, message, now);
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
+      type = error.messageType ?? type;
       job.counters.rejected++;
       this.metrics.ingestMessages.inc({ type, result: 'rejected' });
-      await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen);
+      await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
       return false;
     }
   }

@@ -36,8 +36,8 @@ export interface JobStore {
   pendingCount(stream: string, group: string): Promise<number>;
   /** Entries not yet delivered to the group (0 when unknown). */
   groupLag(stream: string, group: string): Promise<number>;
-  /** Keeps a bad message for inspection with the reason it was refused. */
-  reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void>;
+  /** Keeps a bad message for inspection with the reason it was refused: at most maxCopyBytes of it, with its original size. */
+  reject(stream: string, raw: string | null, reason: string, maxLen: number, maxCopyBytes: number): Promise<void>;
   trim(stream: string, maxLen: number): Promise<void>;
   append(stream: string, message: string, maxLen: number): Promise<string>;
 

@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
 import { ABORT, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { boundedReason, rejectedCopy } from './rejected-copy.util';
 import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry } from './job-store.repository';
 
 type RawEntry = [string, string[]];
@@ -109,8 +110,10 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  async reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void> {
-    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, raw ?? '', 'reason', reason, 'at', String(Date.now()));
+  async reject(stream: string, raw: string | null, reason: string, maxLen: number, maxCopyBytes: number): Promise<void> {
+    const copy = rejectedCopy(raw, maxCopyBytes);
+    const size = copy.truncated ? ['bytes', String(copy.bytes), 'truncated', '1'] : ['bytes', String(copy.bytes)];
+    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, copy.text, 'reason', boundedReason(reason), 'at', String(Date.now()), ...size);
   }
 
   async trim(stream: string, maxLen: number): Promise<void> {
