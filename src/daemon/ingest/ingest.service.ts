@@ -13,6 +13,14 @@ import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore, StreamEntry } from '../store/job-store.repository';
 import { inSpan } from '../tracing/tracer';
 
+/** How long a stream that cannot be read or repaired is skipped before it is tried again. */
+const QUARANTINE_MS = 5000;
+
+/** Errors that come from one stream's state, not from Redis being unreachable. */
+function isStreamError(error: unknown): boolean {
+  return /NOGROUP|WRONGTYPE|no such key/i.test(String((error as Error)?.message ?? ''));
+}
+
 function toObservation(l: LinkSample): LinkObservation {
   return { peer: l.peer, kind: l.kind, bytes: l.bytes, medianMs: l.medianMs, maxMs: l.maxMs, delegated: l.delegated, error: l.error ?? null };
 }
@@ -30,6 +38,10 @@ export class IngestService {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastBatchAt = 0;
+  /** When the loop last completed a pass (read and processed), for liveness. */
+  private lastPassAt = Date.now();
+  /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
+  private readonly quarantined = new Map<string, number>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -49,11 +61,21 @@ export class IngestService {
     return this.running && Date.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
   }
 
+  /**
+   * Whether the loop completed a pass within `ingest.stallTimeoutMs` (counted from start-up before
+   * it runs). A loop stuck in failing passes makes liveness fail (HealthController), so Kubernetes
+   * restarts the pod instead of leaving it unready for ever (issue 11, fault 1).
+   */
+  get live(): boolean {
+    return Date.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
+  }
+
   async start(): Promise<void> {
     if (this.running) return;
     await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
     this.running = true;
     this.lastBatchAt = Date.now();
+    this.lastPassAt = Date.now();
     this.loop = this.run();
   }
 
@@ -68,10 +90,21 @@ export class IngestService {
     while (this.running) {
       try {
         await this.claimForAdopted();
-        const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams()];
+        const now = Date.now();
+        const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
-        const batches = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        let batches;
+        try {
+          batches = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        } catch (error) {
+          // One missing stream or group fails the whole read: repair or set aside each stream alone.
+          if (!isStreamError(error)) throw error;
+          this.metrics.ingestErrors.inc();
+          await this.repair(streams, error as Error);
+          continue;
+        }
         this.lastBatchAt = Date.now();
+        this.lastPassAt = this.lastBatchAt;
         this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
@@ -82,12 +115,44 @@ export class IngestService {
     }
   }
 
+  /**
+   * After a read failed on a stream's state (NOGROUP: a deleted stream, or Redis lost its data;
+   * WRONGTYPE: a key of another type): recreates each stream's group (from 0: nothing written
+   * since is skipped) and sets aside, for a while, a stream that cannot be repaired, so the other
+   * jobs are read again at once. A lost registrations stream means Redis lost its data: discovery
+   * then restores the jobs this replica leads (JobRegistry.restoreLost).
+   */
+  private async repair(streams: readonly string[], cause: Error): Promise<void> {
+    this.logger.warn(`ingest read failed (${cause.message}); checking ${streams.length} streams`);
+    const group = this.config.ingest.consumerGroup;
+    let lostRegistrations = false;
+    for (const stream of streams) {
+      try {
+        const created = await this.store.ensureGroup(stream, group);
+        if (created) {
+          this.metrics.streamRepairs.inc({ result: 'repaired' });
+          this.logger.warn(`stream ${stream}: consumer group recreated`);
+          if (stream === REGISTRATIONS_STREAM) lostRegistrations = true;
+        }
+        this.quarantined.delete(stream);
+      } catch (error) {
+        if (!isStreamError(error)) throw error;
+        this.metrics.streamRepairs.inc({ result: 'quarantined' });
+        this.quarantined.set(stream, Date.now() + QUARANTINE_MS);
+        this.logger.error(`stream ${stream}: cannot be read (${(error as Error).message}); skipped for ${QUARANTINE_MS} ms, other jobs go on`);
+      }
+    }
+    if (lostRegistrations) await this.registry.discover();
+  }
+
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
   async claimForAdopted(): Promise<void> {
     for (const jobId of [...this.registry.adoptedSinceClaim]) {
       this.registry.adoptedSinceClaim.delete(jobId);
       const job = this.registry.get(jobId);
       if (job) await this.replayHistory(job);
+      // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
+      if (job) job.historyReplayed = true;
       await this.claimIdle(jobId, 0);
     }
   }
@@ -192,8 +257,20 @@ export class IngestService {
         if (fresh) fresh.needsEvaluation = true;
         return false;
       }
-      const current = this.registry.get(job.jobId) ?? job;
-      if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`);
+      let current = this.registry.get(job.jobId) ?? job;
+      if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`, type);
+      // What the ranks hold bounds the numbers this daemon hands out (protocol §5.6).
+      const held = message.type === 'ack' ? message.version : message.scheduleVersion;
+      if (held > current.knownVersion) current.knownVersion = held;
+      const epoch = message.epoch ?? 0;
+      if (epoch > current.epoch) {
+        const fresh = await this.registry.reconcileEpoch(current, epoch);
+        if (fresh) {
+          fresh.knownVersion = Math.max(fresh.knownVersion, held);
+          fresh.needsEvaluation = true;
+          current = fresh;
+        }
+      }
       if (message.type === 'ack') {
         current.counters.acks++;
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
@@ -212,6 +289,9 @@ export class IngestService {
   }
 
   private handleReport(job: JobRuntime, report: RankReport, now: number): boolean {
+    if (!job.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
+      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
+    }
     if (!job.layoutOf(report.scheduleVersion, report.iteration)) {
       // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
       job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);

@@ -25,7 +25,8 @@ export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
 export interface JobStore {
   ping(): Promise<boolean>;
 
-  ensureGroup(stream: string, group: string): Promise<void>;
+  /** Creates the consumer group (and the stream) unless it exists; true when it was created. */
+  ensureGroup(stream: string, group: string): Promise<boolean>;
   /** New entries for this consumer (XREADGROUP ... >), blocking up to blockMs. */
   readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]>;
   /** Entries another (crashed) consumer left pending longer than minIdleMs (XAUTOCLAIM). */
@@ -41,21 +42,29 @@ export interface JobStore {
   trim(stream: string, maxLen: number): Promise<void>;
   append(stream: string, message: string, maxLen: number): Promise<string>;
 
-  /** Stores an accepted registration, tagged with the id of its registrations-stream entry. */
+  /** Stores an accepted registration, tagged with the id of its registrations-stream entry; clears TTLs left on the job's keys by an earlier expiry. */
   saveSpec(registration: Registration, registrationId: string): Promise<void>;
+  /** Clears TTLs on a live job's keys (they get one only when the job is forgotten). */
+  keepJobKeys(jobId: string): Promise<void>;
+  /** Writes back a committed schedule Redis lost (only when the key is absent); true when written. */
+  restoreSchedule(jobId: string, schedule: PublishedSchedule): Promise<boolean>;
+  ownerOf(jobId: string): Promise<string | null>;
+  /** The job's epoch counter in Redis (0 when absent). */
+  readEpoch(jobId: string): Promise<number>;
   loadSpec(jobId: string): Promise<StoredSpec | null>;
   listJobs(): Promise<string[]>;
   forgetJob(jobId: string, keepMs: number): Promise<void>;
 
+  /** Takes the lease when free or already held by `owner` (a restarted daemon with the same owner id). */
   acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(jobId: string, owner: string): Promise<void>;
-  /** A new fencing epoch for a replica that just took the job. */
-  bumpEpoch(jobId: string): Promise<number>;
+  /** A new fencing epoch for a replica that just took the job, above `floor` (epochs known outside Redis). */
+  bumpEpoch(jobId: string, floor?: number): Promise<number>;
 
   readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }>;
-  /** Allocates the next version, only while `epoch` is still the job's epoch. */
-  nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'>;
+  /** Allocates the next version above `floor`, only while `epoch` is still the job's epoch. */
+  nextVersion(jobId: string, epoch: number, floor?: number): Promise<number | 'fenced'>;
   /** Stores a prepared schedule and announces it; 'busy' if another prepare is open. */
   prepare(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
   /** Makes the prepared `version` the committed schedule and announces it; 'stale' if that version is no longer pending. */

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
-import { ABORT, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
 import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry } from './job-store.repository';
 
@@ -14,7 +14,9 @@ function messageOf(fields: string[] | null): string | null {
 }
 
 interface ScriptedRedis extends Redis {
-  pmNextVersion(epochKey: string, versionKey: string, epoch: number): Promise<number>;
+  pmNextVersion(epochKey: string, versionKey: string, epoch: number, floor: number): Promise<number>;
+  pmBumpEpoch(epochKey: string, floor: number): Promise<number>;
+  pmAcquireLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmPrepare(epochKey: string, pendingKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmCommit(epochKey: string, pendingKey: string, scheduleKey: string, controlKey: string, epoch: number, version: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmAbort(epochKey: string, pendingKey: string, controlKey: string, epoch: number, version: number, event: string, maxLen: number): Promise<string>;
@@ -36,6 +38,8 @@ export class RedisJobStore implements JobStore {
       if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys, lua });
     };
     define('pmNextVersion', 2, NEXT_VERSION);
+    define('pmBumpEpoch', 1, BUMP_EPOCH);
+    define('pmAcquireLease', 1, ACQUIRE_LEASE);
     define('pmPrepare', 3, PREPARE);
     define('pmCommit', 4, COMMIT);
     define('pmAbort', 3, ABORT);
@@ -52,12 +56,14 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  async ensureGroup(stream: string, group: string): Promise<void> {
+  async ensureGroup(stream: string, group: string): Promise<boolean> {
     try {
       // From 0: entries written before the daemon knew the stream are processed too.
       await this.redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
+      return true;
     } catch (error) {
       if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+      return false;
     }
   }
 
@@ -126,7 +132,30 @@ export class RedisJobStore implements JobStore {
 
   async saveSpec(registration: Registration, registrationId: string): Promise<void> {
     const stored: StoredSpec = { registration, registrationId };
-    await this.redis.multi().set(jobKeys(registration.jobId).spec, JSON.stringify(stored)).sadd(JOBS_INDEX, registration.jobId).exec();
+    const keys = jobKeys(registration.jobId);
+    // A job registering again after it expired must not keep the day-long TTLs its keys got then.
+    const tx = this.redis.multi().set(keys.spec, JSON.stringify(stored)).sadd(JOBS_INDEX, registration.jobId);
+    for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.spec) tx.persist(key);
+    await tx.exec();
+  }
+
+  async keepJobKeys(jobId: string): Promise<void> {
+    const keys = jobKeys(jobId);
+    const tx = this.redis.multi();
+    for (const key of Object.values(keys)) if (key !== keys.owner) tx.persist(key);
+    await tx.exec();
+  }
+
+  async restoreSchedule(jobId: string, schedule: PublishedSchedule): Promise<boolean> {
+    return (await this.redis.set(jobKeys(jobId).schedule, JSON.stringify(schedule), 'NX')) === 'OK';
+  }
+
+  async readEpoch(jobId: string): Promise<number> {
+    return Number((await this.redis.get(jobKeys(jobId).epoch)) ?? 0);
+  }
+
+  async ownerOf(jobId: string): Promise<string | null> {
+    return this.redis.get(jobKeys(jobId).owner);
   }
 
   async loadSpec(jobId: string): Promise<StoredSpec | null> {
@@ -146,7 +175,7 @@ export class RedisJobStore implements JobStore {
   }
 
   async acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(jobKeys(jobId).owner, owner, 'PX', ttlMs, 'NX')) === 'OK';
+    return (await this.redis.pmAcquireLease(jobKeys(jobId).owner, owner, ttlMs)) === 1;
   }
 
   async renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
@@ -157,8 +186,8 @@ export class RedisJobStore implements JobStore {
     await this.redis.pmReleaseLease(jobKeys(jobId).owner, owner);
   }
 
-  async bumpEpoch(jobId: string): Promise<number> {
-    return this.redis.incr(jobKeys(jobId).epoch);
+  async bumpEpoch(jobId: string, floor = 0): Promise<number> {
+    return this.redis.pmBumpEpoch(jobKeys(jobId).epoch, floor);
   }
 
   async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {
@@ -167,9 +196,9 @@ export class RedisJobStore implements JobStore {
     return { committed: committed ? JSON.parse(committed) : null, pending: pending ? JSON.parse(pending) : null };
   }
 
-  async nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'> {
+  async nextVersion(jobId: string, epoch: number, floor = 0): Promise<number | 'fenced'> {
     const keys = jobKeys(jobId);
-    const version = await this.redis.pmNextVersion(keys.epoch, keys.version, epoch);
+    const version = await this.redis.pmNextVersion(keys.epoch, keys.version, epoch, floor);
     return version < 0 ? 'fenced' : version;
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { jobKeys } from '../../protocol/redis-keys';
+import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { IngestService } from '../ingest/ingest.service';
@@ -26,6 +26,8 @@ export class MaintenanceService {
   ) {}
 
   async run(now = Date.now()): Promise<void> {
+    // Registrations are read within a pass; the stream only needs to hold recent history.
+    await this.store.trim(REGISTRATIONS_STREAM, this.config.ingest.registrationsMaxLen).catch((error) => this.logger.error(`trimming registrations failed: ${(error as Error).message}`));
     for (const job of this.registry.all()) {
       if (job.released) continue; // let go while earlier jobs were maintained
       try {
