@@ -59,16 +59,20 @@ export class RedisServer {
     this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...persistence, ...(this.options.extraArgs ?? [])], { stdio: 'ignore' });
     const deadline = Date.now() + 10000;
     for (;;) {
-      const client = new Redis(this.url(), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const client = new Redis(this.url(), { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      client.on('error', () => undefined); // refused while starting: expected
       try {
         await client.connect();
         if ((await client.ping()) === 'PONG') return;
-      } catch {
-        // not up yet
+      } catch (error) {
+        if (/NOAUTH|WRONGPASS/.test(String((error as Error).message))) return; // up, with a password
       } finally {
         client.disconnect();
       }
-      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not start`);
+      if (Date.now() > deadline) {
+        await this.kill();
+        throw new Error(`redis-server on port ${this.port} did not start`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
