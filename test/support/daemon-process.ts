@@ -52,9 +52,9 @@ export class DaemonProcess {
     this.child = child;
   }
 
-  async status(path: string): Promise<number> {
+  async status(path: string, timeoutMs = 2000): Promise<number> {
     try {
-      return (await fetch(this.url + path, { signal: AbortSignal.timeout(2000) })).status;
+      return (await fetch(this.url + path, { signal: AbortSignal.timeout(timeoutMs) })).status;
     } catch {
       return 0;
     }
