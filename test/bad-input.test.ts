@@ -96,6 +96,17 @@ describe('refused messages', () => {
     expect(Buffer.byteLength(f.m)).toBeLessThan(COPY_BYTES + 100);
   });
 
+  it('refuses at registration a job larger than the planner handles within the control budget', async () => {
+    const stages = 64;
+    const microbatches = 16384;
+    const big = { ...job.registration, jobId: 'too-big', stages, microbatches, ranks: Array.from({ length: stages }, (_, rank) => ({ rank, dp: 0, pp: rank, tp: 0, node: `n${rank}` })),
+      memory: { deviceBytes: new Array(stages).fill(1e10), activationBytes: new Array(stages).fill(1e9), hostBytes: 1e10 }, computeMs: undefined };
+    await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(big));
+    const entry = await waitFor('the refusal', async () => (await redis.xrange(REJECTED_REGISTRATIONS_STREAM, '-', '+')).find(([, f]) => f[1].includes('"too-big"')));
+    expect(fieldsOf(entry[1]).reason).toMatch(/stages x microbatches = 64 x 16384 = 1048576 is more than control.maxPlanCells \(65536\)/);
+    expect(await redis.sismember('pipemorph:jobs', 'too-big')).toBe(0);
+  });
+
   it('bounds a rejected stream in entries and bytes under a flood of large refused messages', async () => {
     const big = report({ rank: 99, padding: 'z'.repeat(200 * 1024) }); // under the size limit, refused by the schema
     const before = await counter('report', 'rejected');

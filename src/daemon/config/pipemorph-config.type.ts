@@ -23,7 +23,8 @@ export interface PipemorphConfig {
     stallTimeoutMs: number;
   };
   detection: DetectorConfig;
-  control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number };
+  /** `maxPlanCells`: largest stages x microbatches accepted at registration (planning time grows linearly with it). */
+  control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number; maxPlanCells: number };
   remap: {
     enabled: boolean;
     minGain: number;

@@ -226,6 +226,13 @@ export class IngestService {
   private async handleRegistration(entry: StreamEntry): Promise<void> {
     try {
       const registration = parseRegistration(entry.message);
+      // What the schema allows can block the control loop for seconds (64 x 16384: 3.4 s): refuse
+      // at registration what the planner cannot plan within its budget (docs/operations.md).
+      const cells = registration.stages * registration.microbatches;
+      const { maxPlanCells } = this.config.control;
+      if (cells > maxPlanCells) {
+        throw new ProtocolError(`registration: stages x microbatches = ${registration.stages} x ${registration.microbatches} = ${cells} is more than control.maxPlanCells (${maxPlanCells}), what the planner handles within the control budget`);
+      }
       await this.store.saveSpec(registration, entry.id);
       const marker: RegisteredMarker = { type: 'registered', protocol: 1, jobId: registration.jobId, registrationId: entry.id };
       // The owner (maybe another replica) reloads the job in order with its reports.
