@@ -24,6 +24,9 @@ describe('daemon process', () => {
     started.push(daemon);
     await waitFor('HTTP up', async () => (await daemon.status('/health/live')) === 200, 20000, 100);
     expect(await daemon.status('/health/ready')).toBe(503);
+    const live = await fetch(`${daemon.url}/health/live`);
+    expect(live.headers.get('x-powered-by')).toBeNull();
+    expect((await fetch(`${daemon.url}/jobs/nope`)).headers.get('x-powered-by')).toBeNull();
     await waitFor('two failed attempts', async () => (daemon.output.match(/cannot reach Redis yet/g) ?? []).length >= 2, 20000, 100);
     expect(daemon.running).toBe(true);
     const server = await RedisServer.start({ port });
