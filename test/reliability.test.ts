@@ -225,6 +225,23 @@ describe('fault 4: TTLs of a job that registers again', () => {
   });
 });
 
+describe('bounded resources: streams of unknown job ids', () => {
+  it('gives a reports stream of a job id never registered a TTL, and none to a registered job\'s', async () => {
+    await daemon((c) => (c.jobs.staleJobMs = 3600000));
+    const job = newJob('registered');
+    await job.register();
+    await waitFor('the initial schedule', () => job.committed());
+    await job.reportIteration();
+    await redis.xadd('pipemorph:{ghost}:reports', '*', 'm', '{}');
+    const ttl = await waitFor('a TTL on the orphan stream', async () => {
+      const t = await redis.pttl('pipemorph:{ghost}:reports');
+      return t > 0 && t;
+    });
+    expect(ttl).toBeLessThanOrEqual(3600000);
+    expect(await redis.pttl(job.keys.reports)).toBe(-1);
+  });
+});
+
 describe('fault 5: implausible iteration jumps', () => {
   it('refuses a report of iteration 1e15 and keeps the rank\'s genuine reports', async () => {
     const d = await daemon();

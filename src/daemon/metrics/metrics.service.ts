@@ -163,6 +163,11 @@ export class MetricsService {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly orphanStreams = new Counter({
+    name: 'pipemorph_orphan_streams_expired_total',
+    help: 'Reports streams of job ids never registered that maintenance gave a TTL (jobs.staleJobMs).',
+    registers: [this.registry],
+  });
   readonly leaseLosses = new Counter({ name: 'pipemorph_lease_losses_total', help: 'Job leases this replica lost to another replica (or to Redis) before releasing them.', registers: [this.registry] });
 
   readonly buildInfo = new Gauge({ name: 'pipemorph_build_info', help: 'Build information (value 1).', labelNames: ['version', 'node'] as const, registers: [this.registry] });

@@ -49,6 +49,11 @@ export interface JobStore {
   /** Writes back a committed schedule Redis lost (only when the key is absent); true when written. */
   restoreSchedule(jobId: string, schedule: PublishedSchedule): Promise<boolean>;
   ownerOf(jobId: string): Promise<string | null>;
+  /**
+   * One SCAN step over reports streams: gives those of job ids not in `known` (written by ranks of
+   * a job never registered, or by a stray client) a TTL, so they cannot grow Redis for ever.
+   */
+  expireOrphanStreams(cursor: string, known: ReadonlySet<string>, ttlMs: number, count: number): Promise<{ cursor: string; expired: number }>;
   /** The job's epoch counter in Redis (0 when absent). */
   readEpoch(jobId: string): Promise<number>;
   loadSpec(jobId: string): Promise<StoredSpec | null>;

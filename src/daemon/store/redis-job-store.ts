@@ -150,6 +150,18 @@ export class RedisJobStore implements JobStore {
     return (await this.redis.set(jobKeys(jobId).schedule, JSON.stringify(schedule), 'NX')) === 'OK';
   }
 
+  async expireOrphanStreams(cursor: string, known: ReadonlySet<string>, ttlMs: number, count: number): Promise<{ cursor: string; expired: number }> {
+    const [next, keys] = (await this.redis.scan(cursor, 'MATCH', 'pipemorph:{*}:reports', 'COUNT', count)) as [string, string[]];
+    let expired = 0;
+    for (const key of keys) {
+      const jobId = key.slice('pipemorph:{'.length, key.length - '}:reports'.length);
+      if (known.has(jobId)) continue;
+      // Only keys without a TTL: a forgotten job's keys already expire; NX keeps an earlier, shorter TTL.
+      if ((await this.redis.pttl(key)) === -1 && (await this.redis.pexpire(key, ttlMs)) === 1) expired++;
+    }
+    return { cursor: next, expired };
+  }
+
   async readEpoch(jobId: string): Promise<number> {
     return Number((await this.redis.get(jobKeys(jobId).epoch)) ?? 0);
   }
