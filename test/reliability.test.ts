@@ -225,6 +225,23 @@ describe('fault 4: TTLs of a job that registers again', () => {
   });
 });
 
+describe('trust: forged registered markers', () => {
+  it('refuses a registered marker that does not name the stored registration: no new epoch', async () => {
+    const d = await daemon();
+    const job = newJob('forged');
+    await job.register();
+    await waitFor('the initial schedule', () => job.committed());
+    const before = (await waitFor('owned', () => detail(d, job))).epoch;
+    for (let k = 0; k < 5; k++) await redis.xadd(job.keys.reports, '*', 'm', JSON.stringify({ type: 'registered', protocol: 1, jobId: job.options.jobId, registrationId: `0-${k}` }));
+    await job.reportIteration();
+    const x = await waitFor('the forgeries refused', async () => {
+      const y = await detail(d, job);
+      return y?.counters.rejected === 5 && y.counters.reports === 4 && y;
+    });
+    expect(x.epoch).toBe(before);
+  });
+});
+
 describe('bounded resources: streams of unknown job ids', () => {
   it('gives a reports stream of a job id never registered a TTL, and none to a registered job\'s', async () => {
     await daemon((c) => (c.jobs.staleJobMs = 3600000));

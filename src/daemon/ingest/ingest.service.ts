@@ -259,6 +259,12 @@ export class IngestService {
           this.metrics.ingestMessages.inc({ type, result: 'duplicate' });
           return false;
         }
+        // Only a marker of the registration the daemon stored counts: ranks can write to this stream,
+        // and a forged marker must not re-adopt the job (each adoption bumps the epoch).
+        const stored = await this.store.loadSpec(job.jobId);
+        if (!stored || stored.registrationId !== message.registrationId) {
+          throw new ProtocolError(`registered marker names registration ${JSON.stringify(message.registrationId)}, not the stored one`, type);
+        }
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         if (fresh) fresh.needsEvaluation = true;
