@@ -4,7 +4,7 @@
  */
 import Redis from 'ioredis';
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,8 @@ export interface RedisServerOptions {
   persistence?: boolean;
   port?: number;
   extraArgs?: string[];
+  /** Serve TLS only on the port (plain port off), with these PEM files; clients must present a certificate signed by `ca`. */
+  tls?: { cert: string; key: string; ca: string; clientCert: string; clientKey: string };
 }
 
 /** A TCP port nothing listens on, from 6400-6499 unless `from` says otherwise. */
@@ -44,7 +46,13 @@ export class RedisServer {
   }
 
   url(db = 0): string {
-    return `redis://127.0.0.1:${this.port}/${db}`;
+    return `${this.options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}/${db}`;
+  }
+
+  /** ioredis options for a client of this server (TLS with the test's client certificate). */
+  clientTls(): { tls?: { ca: Buffer; cert: Buffer; key: Buffer } } {
+    const tls = this.options.tls;
+    return tls ? { tls: { ca: readFileSync(tls.ca), cert: readFileSync(tls.clientCert), key: readFileSync(tls.clientKey) } } : {};
   }
 
   get pid(): number | undefined {
@@ -56,10 +64,14 @@ export class RedisServer {
     const persistence = this.options.persistence
       ? ['--appendonly', 'yes', '--appendfsync', 'always', '--save', '']
       : ['--appendonly', 'no', '--save', ''];
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, ...persistence, ...(this.options.extraArgs ?? [])], { stdio: 'ignore' });
+    const tls = this.options.tls;
+    const ports = tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'yes']
+      : ['--port', String(this.port)];
+    this.child = spawn('redis-server', [...ports, '--bind', '127.0.0.1', '--dir', this.dir, ...persistence, ...(this.options.extraArgs ?? [])], { stdio: 'ignore' });
     const deadline = Date.now() + 10000;
     for (;;) {
-      const client = new Redis(this.url(), { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const client = new Redis(this.url(), { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: () => null, ...this.clientTls() });
       client.on('error', () => undefined); // refused while starting: expected
       try {
         await client.connect();

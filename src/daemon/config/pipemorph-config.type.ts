@@ -2,7 +2,8 @@ import { DetectorConfig } from '../../core/detect/detector-config.type';
 
 /** The daemon's configuration, validated once at start-up (schemas/config.schema.json). */
 export interface PipemorphConfig {
-  redis: { url: string };
+  /** `tls`: PEM files for rediss:// (CA to trust, client certificate and key for mutual TLS); "" = not used. */
+  redis: { url: string; tls: { caFile: string; certFile: string; keyFile: string } };
   http: { host: string; port: number };
   ingest: {
     consumerGroup: string;

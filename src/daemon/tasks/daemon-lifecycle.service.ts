@@ -17,7 +17,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
   private readonly timers: NodeJS.Timeout[] = [];
   private cron: ScheduledTask | null = null;
   private stopping = false;
-  private connecting: Promise<void> | null = null;
+  /** The background connection attempts (kept for tests and debugging; shutdown does not wait for them). */
+  connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -59,7 +60,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    await this.connecting;
+    // Not awaited while still connecting: a command waiting for an unreachable Redis fails once the
+    // connections close (RedisModule), and the attempt loop sees `stopping`.
     for (const timer of this.timers) clearInterval(timer);
     await this.cron?.destroy();
     await this.ingest.stop();
