@@ -42,6 +42,8 @@ export class IngestService {
   private lastPassAt = Date.now();
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
   private readonly quarantined = new Map<string, number>();
+  /** Batches being processed per stream. */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -93,15 +95,17 @@ export class IngestService {
         const now = Date.now();
         const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
-        let batches;
-        try {
-          batches = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
-        } catch (error) {
-          // One missing stream or group fails the whole read: repair or set aside each stream alone.
-          if (!isStreamError(error)) throw error;
+        const { batches, failed } = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        if (failed.length > 0) {
+          // Only the failing streams are repaired or set aside; the others' entries are processed below.
           this.metrics.ingestErrors.inc();
-          await this.repair(streams, error as Error);
-          continue;
+          const broken = await this.repair(failed.map((f) => f.stream), failed[0].error);
+          if (broken.includes(REGISTRATIONS_STREAM)) {
+            // No registration can be read: the pass does not count (liveness), whatever else was read.
+            for (const batch of batches) await this.processStream(batch.stream, batch.entries);
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            continue;
+          }
         }
         this.lastBatchAt = Date.now();
         this.lastPassAt = this.lastBatchAt;
@@ -116,14 +120,15 @@ export class IngestService {
   }
 
   /**
-   * After a read failed on a stream's state (NOGROUP: a deleted stream, or Redis lost its data;
-   * WRONGTYPE: a key of another type): recreates each stream's group (from 0: nothing written
-   * since is skipped) and sets aside, for a while, a stream that cannot be repaired, so the other
-   * jobs are read again at once. A lost registrations stream means Redis lost its data: discovery
+   * After reads failed on streams' state (NOGROUP: a deleted stream, or Redis lost its data;
+   * WRONGTYPE: a key of another type): recreates each such stream's group (from 0: nothing written
+   * since is skipped) and sets aside, for a while, a stream that cannot be repaired; returns those.
+   * Other jobs' streams are read meanwhile. A lost registrations stream means Redis lost its data: discovery
    * then restores the jobs this replica leads (JobRegistry.restoreLost).
    */
-  private async repair(streams: readonly string[], cause: Error): Promise<void> {
-    this.logger.warn(`ingest read failed (${cause.message}); checking ${streams.length} streams`);
+  private async repair(streams: readonly string[], cause: string): Promise<string[]> {
+    this.logger.warn(`ingest read failed (${cause}); repairing ${streams.join(', ')}`);
+    const broken: string[] = [];
     const group = this.config.ingest.consumerGroup;
     let lostRegistrations = false;
     for (const stream of streams) {
@@ -139,10 +144,12 @@ export class IngestService {
         if (!isStreamError(error)) throw error;
         this.metrics.streamRepairs.inc({ result: 'quarantined' });
         this.quarantined.set(stream, Date.now() + QUARANTINE_MS);
+        broken.push(stream);
         this.logger.error(`stream ${stream}: cannot be read (${(error as Error).message}); skipped for ${QUARANTINE_MS} ms, other jobs go on`);
       }
     }
     if (lostRegistrations) await this.registry.discover();
+    return broken;
   }
 
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
@@ -188,6 +195,8 @@ export class IngestService {
   /** Claims and processes entries idle longer than minIdleMs (all of them on adoption). */
   async claimIdle(jobId: string, minIdleMs = this.config.ingest.claimIdleMs): Promise<number> {
     const stream = jobKeys(jobId).reports;
+    // Entries of a batch still being processed are pending and age too: claiming them would process them twice.
+    if ((this.inFlight.get(stream) ?? 0) > 0) return 0;
     let claimed = 0;
     for (;;) {
       const entries = await this.store.claimIdle(stream, this.config.ingest.consumerGroup, this.consumer, minIdleMs, this.config.ingest.batchSize);
@@ -200,6 +209,15 @@ export class IngestService {
   }
 
   async processStream(stream: string, entries: StreamEntry[]): Promise<void> {
+    this.inFlight.set(stream, (this.inFlight.get(stream) ?? 0) + 1);
+    try {
+      await this.processEntries(stream, entries);
+    } finally {
+      this.inFlight.set(stream, this.inFlight.get(stream)! - 1);
+    }
+  }
+
+  private async processEntries(stream: string, entries: StreamEntry[]): Promise<void> {
     this.metrics.ingestBatches.inc();
     if (stream === REGISTRATIONS_STREAM) {
       for (const entry of entries) await this.handleRegistration(entry);

@@ -11,6 +11,17 @@ export interface StreamBatch {
   entries: StreamEntry[];
 }
 
+/** A stream whose read failed (NOGROUP: deleted or lost; WRONGTYPE: another key type), with Redis's message. */
+export interface StreamFailure {
+  stream: string;
+  error: string;
+}
+
+export interface StreamRead {
+  batches: StreamBatch[];
+  failed: StreamFailure[];
+}
+
 export interface StoredSpec {
   registration: Registration;
   registrationId: string;
@@ -27,8 +38,11 @@ export interface JobStore {
 
   /** Creates the consumer group (and the stream) unless it exists; true when it was created. */
   ensureGroup(stream: string, group: string): Promise<boolean>;
-  /** New entries for this consumer (XREADGROUP ... >), blocking up to blockMs. */
-  readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]>;
+  /**
+   * New entries for this consumer (XREADGROUP ... >), read per stream so one broken stream fails
+   * alone (reported in `failed`); when nothing is new, blocks up to blockMs on the readable ones.
+   */
+  readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamRead>;
   /** Entries another (crashed) consumer left pending longer than minIdleMs (XAUTOCLAIM). */
   claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(stream: string, group: string, ids: readonly string[]): Promise<void>;

@@ -3,9 +3,14 @@ import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/pr
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
 import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
-import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry } from './job-store.repository';
+import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 type RawEntry = [string, string[]];
+
+function toBatches(reply: unknown): StreamBatch[] {
+  if (!reply) return [];
+  return (reply as Array<[string, RawEntry[]]>).map(([stream, entries]) => ({ stream, entries: entries.map(([id, fields]) => ({ id, message: messageOf(fields) })) }));
+}
 
 function messageOf(fields: string[] | null): string | null {
   if (!fields) return null;
@@ -67,13 +72,31 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]> {
-    if (streams.length === 0) return [];
-    const reply = (await this.blocking.xreadgroup(
-      'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...streams, ...streams.map(() => '>'),
-    )) as Array<[string, RawEntry[]]> | null;
-    if (!reply) return [];
-    return reply.map(([stream, entries]) => ({ stream, entries: entries.map(([id, fields]) => ({ id, message: messageOf(fields) })) }));
+  async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamRead> {
+    if (streams.length === 0) return { batches: [], failed: [] };
+    // One read per stream, pipelined (one round trip): a stream that fails (deleted, wrong type)
+    // fails alone, and each read names one job's keys only (one hash slot, as Redis Cluster needs).
+    const pipeline = this.blocking.pipeline();
+    for (const stream of streams) pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>');
+    const replies = (await pipeline.exec()) ?? [];
+    const batches: StreamBatch[] = [];
+    const failed: StreamFailure[] = [];
+    replies.forEach(([error, reply], k) => {
+      if (error) failed.push({ stream: streams[k], error: error.message });
+      else for (const batch of toBatches(reply)) batches.push(batch);
+    });
+    if (batches.length > 0 || blockMs === 0) return { batches, failed };
+    // Nothing new: wait for the next entry on any stream that could be read.
+    const healthy = streams.filter((s) => !failed.some((f) => f.stream === s));
+    if (healthy.length === 0) return { batches, failed };
+    try {
+      const reply = await this.blocking.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...healthy, ...healthy.map(() => '>'));
+      return { batches: toBatches(reply), failed };
+    } catch (error) {
+      // A stream broke meanwhile: the next pass's per-stream reads name it.
+      if (/NOGROUP|WRONGTYPE/.test(String((error as Error).message))) return { batches, failed };
+      throw error;
+    }
   }
 
   async claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
