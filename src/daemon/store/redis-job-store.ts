@@ -157,9 +157,12 @@ export class RedisJobStore implements JobStore {
     const stored: StoredSpec = { registration, registrationId };
     const keys = jobKeys(registration.jobId);
     // A job registering again after it expired must not keep the day-long TTLs its keys got then.
-    const tx = this.redis.multi().set(keys.spec, JSON.stringify(stored)).sadd(JOBS_INDEX, registration.jobId);
+    // One transaction per hash slot (Redis Cluster): the job's keys, then the index, so a job in the
+    // index always has its spec.
+    const tx = this.redis.multi().set(keys.spec, JSON.stringify(stored));
     for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.spec) tx.persist(key);
     await tx.exec();
+    await this.redis.sadd(JOBS_INDEX, registration.jobId);
   }
 
   async keepJobKeys(jobId: string): Promise<void> {
@@ -204,7 +207,9 @@ export class RedisJobStore implements JobStore {
 
   async forgetJob(jobId: string, keepMs: number): Promise<void> {
     const keys = jobKeys(jobId);
-    const tx = this.redis.multi().srem(JOBS_INDEX, jobId);
+    // Out of the index first, then the job's keys in one single-slot transaction (Redis Cluster).
+    await this.redis.srem(JOBS_INDEX, jobId);
+    const tx = this.redis.multi();
     for (const key of Object.values(keys)) tx.pexpire(key, keepMs);
     await tx.exec();
   }
