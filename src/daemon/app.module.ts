@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
 import { MetricsController } from './api/metrics.controller';
@@ -15,7 +15,17 @@ import { MaintenanceService } from './tasks/maintenance.service';
 
 /** The daemon: Redis in and out, the pure core in the middle, HTTP for health, metrics and inspection. */
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
+  /** No X-Powered-By header: the API does not advertise its framework (Express sets it before any middleware). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply((_req: unknown, res: { removeHeader(name: string): void }, next: () => void) => {
+        res.removeHeader('X-Powered-By');
+        next();
+      })
+      .forRoutes('*');
+  }
+
   static forRoot(config?: PipemorphConfig): DynamicModule {
     return {
       module: AppModule,

@@ -31,7 +31,12 @@ export type ReportStreamMessage = RankReport | Ack | RegisteredMarker;
 
 function parseJson(raw: string | null, maxBytes = MAX_MESSAGE_BYTES): unknown {
   if (raw === null) throw new ProtocolError('entry has no field "m"');
-  if (raw.length > maxBytes) throw new ProtocolError(`message is ${raw.length} bytes, more than ${maxBytes}`);
+  // Checked before JSON.parse, in UTF-8 bytes as Redis stores them: an oversized entry costs no
+  // parse and no object graph. The UTF-16 length bounds the byte count from below (a longer string
+  // is refused without counting) and from above by a factor of 3 (a short one needs no count).
+  if (raw.length > maxBytes) throw new ProtocolError(`message is at least ${raw.length} bytes, more than ${maxBytes}`);
+  const bytes = raw.length * 3 <= maxBytes ? raw.length : Buffer.byteLength(raw, 'utf8');
+  if (bytes > maxBytes) throw new ProtocolError(`message is ${bytes} bytes, more than ${maxBytes}`);
   try {
     return JSON.parse(raw);
   } catch (error) {
@@ -93,7 +98,9 @@ export function parseReportStreamMessage(raw: string | null, jobId: string): Rep
     default:
       problem = `/type must be "report" or "ack", got ${JSON.stringify(value.type)}`;
   }
-  if (problem) throw new ProtocolError(`${String(value.type ?? 'message')}: ${problem}`);
-  if (value.jobId !== jobId) throw new ProtocolError(`message names job ${JSON.stringify(value.jobId)} but arrived on the stream of job "${jobId}"`);
+  // A message of a known type is counted and filed under that type even when it is invalid.
+  const known = value.type === 'report' || value.type === 'ack' || value.type === 'registered' ? value.type : undefined;
+  if (problem) throw new ProtocolError(`${String(value.type ?? 'message')}: ${problem}`, known);
+  if (value.jobId !== jobId) throw new ProtocolError(`message names job ${JSON.stringify(value.jobId)} but arrived on the stream of job "${jobId}"`, known);
   return value as ReportStreamMessage;
 }

@@ -64,6 +64,8 @@ export interface RankReport {
   rank: number;
   iteration: number;
   scheduleVersion: number;
+  /** Highest fencing epoch the rank has seen (optional; lets the daemon keep epochs monotonic across a Redis data loss, protocol §5.6). */
+  epoch?: number;
   iterationMs?: number;
   computeMs: { f: number; b: number; w: number };
   memory?: { devicePeakBytes?: number; hostPeakBytes?: number };

@@ -6,9 +6,15 @@ import { JOB_STORE, JobStore } from '../store/job-store.repository';
 export class HealthController {
   constructor(@Inject(JOB_STORE) private readonly store: JobStore, private readonly ingest: IngestService) {}
 
+  /**
+   * Live unless the ingest loop has completed no pass for ingest.stallTimeoutMs while Redis
+   * answers: then the fault is this process's and a restart may cure it. While Redis is down a
+   * restart cures nothing, so the pod stays live (and unready).
+   */
   @Get('live')
   @HttpCode(200)
-  live(): { status: 'ok' } {
+  async live(): Promise<{ status: 'ok' }> {
+    if (!this.ingest.live && (await this.store.ping())) throw new HttpException({ status: 'stalled', ingest: false, redis: true }, HttpStatus.SERVICE_UNAVAILABLE);
     return { status: 'ok' };
   }
 

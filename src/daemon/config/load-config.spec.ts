@@ -34,6 +34,8 @@ describe('loadConfig', () => {
     [{ PIPEMORPH__control__typo: '1' }, /environment PIPEMORPH__control__typo: no config key "control.typo"/],
     [{ PIPEMORPH__nosection__x: '1' }, /no config section "nosection"/],
     [{ PIPEMORPH__jobs__maintenanceCron: '"every five seconds"' }, /maintenanceCron "every five seconds" is not a cron expression/],
+    [{ PIPEMORPH__redis__tls: '{"caFile":"/nonexistent/ca.pem","certFile":"","keyFile":""}' }, /redis\.tls\.caFile "\/nonexistent\/ca\.pem" does not exist/],
+    [{ PIPEMORPH__redis__tls: `{"caFile":"","certFile":"${__filename}","keyFile":""}` }, /redis\.tls\.certFile and redis\.tls\.keyFile go together/],
   ])('refuses %j with a message naming the key', (env, pattern) => {
     expectConfigError(env, pattern);
   });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validate as validateCron } from 'node-cron';
 import configSchema from '../../../schemas/config.schema.json';
@@ -67,6 +67,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   if (problem) throw new ConfigError(`invalid config (${path} with environment overrides): ${problem.replace(/^\//, '').replace(/\//g, '.')}`);
   const config = raw as unknown as PipemorphConfig;
   if (!validateCron(config.jobs.maintenanceCron)) throw new ConfigError(`invalid config: jobs.maintenanceCron "${config.jobs.maintenanceCron}" is not a cron expression`);
+  for (const [name, file] of Object.entries(config.redis.tls)) {
+    if (file && !existsSync(file)) throw new ConfigError(`invalid config: redis.tls.${name} ${JSON.stringify(file)} does not exist`);
+  }
+  if ((config.redis.tls.certFile === '') !== (config.redis.tls.keyFile === '')) throw new ConfigError('invalid config: redis.tls.certFile and redis.tls.keyFile go together');
   if (config.detection.baselineWarmup > config.detection.windowSize * 64) throw new ConfigError('invalid config: detection.baselineWarmup is unreasonably large for detection.windowSize');
   return config;
 }

@@ -2,7 +2,8 @@ import { DetectorConfig } from '../../core/detect/detector-config.type';
 
 /** The daemon's configuration, validated once at start-up (schemas/config.schema.json). */
 export interface PipemorphConfig {
-  redis: { url: string };
+  /** `tls`: PEM files for rediss:// (CA to trust, client certificate and key for mutual TLS); "" = not used. */
+  redis: { url: string; tls: { caFile: string; certFile: string; keyFile: string } };
   http: { host: string; port: number };
   ingest: {
     consumerGroup: string;
@@ -11,11 +12,20 @@ export interface PipemorphConfig {
     claimIdleMs: number;
     streamMaxLen: number;
     rejectedMaxLen: number;
+    /** Bytes of a refused message kept in a rejected stream (the rest is cut, the size recorded). */
+    rejectedCopyBytes: number;
+    /** Approximate bound of the registrations stream (trimmed by maintenance). */
+    registrationsMaxLen: number;
     controlMaxLen: number;
     historyIterations: number;
+    /** A report more than this many iterations ahead of the job's progress (plus what elapsed time explains) is refused. */
+    maxIterationJump: number;
+    /** Liveness fails when the ingest loop has not completed a pass for this long. */
+    stallTimeoutMs: number;
   };
   detection: DetectorConfig;
-  control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number };
+  /** `maxPlanCells`: largest stages x microbatches accepted at registration (planning time grows linearly with it). */
+  control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number; maxPlanCells: number };
   remap: {
     enabled: boolean;
     minGain: number;
@@ -26,7 +36,7 @@ export interface PipemorphConfig {
     extraLeadIterations: number;
   };
   handshake: { prepareTimeoutMs: number; minLeadIterations: number; leadMs: number; retryBackoffMs: number };
-  jobs: { leaseMs: number; discoveryIntervalMs: number; staleRankMs: number; staleJobMs: number; maintenanceCron: string };
+  jobs: { leaseMs: number; discoveryIntervalMs: number; staleRankMs: number; staleJobMs: number; maintenanceCron: string; ownerId: string };
 }
 
 export const PIPEMORPH_CONFIG = Symbol('PIPEMORPH_CONFIG');

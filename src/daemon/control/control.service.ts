@@ -40,6 +40,12 @@ export class ControlService {
     if (job.released) return; // another runtime (or replica) decides for this job now
     await this.publisher.expire(job, now);
     if (job.released) return; // let go while expiring
+    if (!job.historyReplayed) {
+      // A new owner decides only once the job's history has been replayed into its detector: from an
+      // empty one, a straggler the schedule absorbs would look healed (issue 11, fault 7).
+      job.needsEvaluation = true;
+      return;
+    }
     const started = performance.now();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);

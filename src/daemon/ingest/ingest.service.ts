@@ -13,6 +13,14 @@ import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore, StreamEntry } from '../store/job-store.repository';
 import { inSpan } from '../tracing/tracer';
 
+/** How long a stream that cannot be read or repaired is skipped before it is tried again. */
+const QUARANTINE_MS = 5000;
+
+/** Errors that come from one stream's state, not from Redis being unreachable. */
+function isStreamError(error: unknown): boolean {
+  return /NOGROUP|WRONGTYPE|no such key/i.test(String((error as Error)?.message ?? ''));
+}
+
 function toObservation(l: LinkSample): LinkObservation {
   return { peer: l.peer, kind: l.kind, bytes: l.bytes, medianMs: l.medianMs, maxMs: l.maxMs, delegated: l.delegated, error: l.error ?? null };
 }
@@ -30,6 +38,12 @@ export class IngestService {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastBatchAt = 0;
+  /** When the loop last completed a pass (read and processed), for liveness. */
+  private lastPassAt = Date.now();
+  /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
+  private readonly quarantined = new Map<string, number>();
+  /** Batches being processed per stream. */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -49,11 +63,21 @@ export class IngestService {
     return this.running && Date.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
   }
 
+  /**
+   * Whether the loop completed a pass within `ingest.stallTimeoutMs` (counted from start-up before
+   * it runs). A loop stuck in failing passes makes liveness fail (HealthController), so Kubernetes
+   * restarts the pod instead of leaving it unready for ever (issue 11, fault 1).
+   */
+  get live(): boolean {
+    return Date.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
+  }
+
   async start(): Promise<void> {
     if (this.running) return;
     await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
     this.running = true;
     this.lastBatchAt = Date.now();
+    this.lastPassAt = Date.now();
     this.loop = this.run();
   }
 
@@ -68,10 +92,23 @@ export class IngestService {
     while (this.running) {
       try {
         await this.claimForAdopted();
-        const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams()];
+        const now = Date.now();
+        const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
-        const batches = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        const { batches, failed } = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        if (failed.length > 0) {
+          // Only the failing streams are repaired or set aside; the others' entries are processed below.
+          this.metrics.ingestErrors.inc();
+          const broken = await this.repair(failed.map((f) => f.stream), failed[0].error);
+          if (broken.includes(REGISTRATIONS_STREAM)) {
+            // No registration can be read: the pass does not count (liveness), whatever else was read.
+            for (const batch of batches) await this.processStream(batch.stream, batch.entries);
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            continue;
+          }
+        }
         this.lastBatchAt = Date.now();
+        this.lastPassAt = this.lastBatchAt;
         this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
@@ -82,12 +119,47 @@ export class IngestService {
     }
   }
 
+  /**
+   * After reads failed on streams' state (NOGROUP: a deleted stream, or Redis lost its data;
+   * WRONGTYPE: a key of another type): recreates each such stream's group (from 0: nothing written
+   * since is skipped) and sets aside, for a while, a stream that cannot be repaired; returns those.
+   * Other jobs' streams are read meanwhile. A lost registrations stream means Redis lost its data: discovery
+   * then restores the jobs this replica leads (JobRegistry.restoreLost).
+   */
+  private async repair(streams: readonly string[], cause: string): Promise<string[]> {
+    this.logger.warn(`ingest read failed (${cause}); repairing ${streams.join(', ')}`);
+    const broken: string[] = [];
+    const group = this.config.ingest.consumerGroup;
+    let lostRegistrations = false;
+    for (const stream of streams) {
+      try {
+        const created = await this.store.ensureGroup(stream, group);
+        if (created) {
+          this.metrics.streamRepairs.inc({ result: 'repaired' });
+          this.logger.warn(`stream ${stream}: consumer group recreated`);
+          if (stream === REGISTRATIONS_STREAM) lostRegistrations = true;
+        }
+        this.quarantined.delete(stream);
+      } catch (error) {
+        if (!isStreamError(error)) throw error;
+        this.metrics.streamRepairs.inc({ result: 'quarantined' });
+        this.quarantined.set(stream, Date.now() + QUARANTINE_MS);
+        broken.push(stream);
+        this.logger.error(`stream ${stream}: cannot be read (${(error as Error).message}); skipped for ${QUARANTINE_MS} ms, other jobs go on`);
+      }
+    }
+    if (lostRegistrations) await this.registry.discover();
+    return broken;
+  }
+
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
   async claimForAdopted(): Promise<void> {
     for (const jobId of [...this.registry.adoptedSinceClaim]) {
       this.registry.adoptedSinceClaim.delete(jobId);
       const job = this.registry.get(jobId);
       if (job) await this.replayHistory(job);
+      // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
+      if (job) job.historyReplayed = true;
       await this.claimIdle(jobId, 0);
     }
   }
@@ -123,6 +195,8 @@ export class IngestService {
   /** Claims and processes entries idle longer than minIdleMs (all of them on adoption). */
   async claimIdle(jobId: string, minIdleMs = this.config.ingest.claimIdleMs): Promise<number> {
     const stream = jobKeys(jobId).reports;
+    // Entries of a batch still being processed are pending and age too: claiming them would process them twice.
+    if ((this.inFlight.get(stream) ?? 0) > 0) return 0;
     let claimed = 0;
     for (;;) {
       const entries = await this.store.claimIdle(stream, this.config.ingest.consumerGroup, this.consumer, minIdleMs, this.config.ingest.batchSize);
@@ -135,6 +209,15 @@ export class IngestService {
   }
 
   async processStream(stream: string, entries: StreamEntry[]): Promise<void> {
+    this.inFlight.set(stream, (this.inFlight.get(stream) ?? 0) + 1);
+    try {
+      await this.processEntries(stream, entries);
+    } finally {
+      this.inFlight.set(stream, this.inFlight.get(stream)! - 1);
+    }
+  }
+
+  private async processEntries(stream: string, entries: StreamEntry[]): Promise<void> {
     this.metrics.ingestBatches.inc();
     if (stream === REGISTRATIONS_STREAM) {
       for (const entry of entries) await this.handleRegistration(entry);
@@ -161,6 +244,13 @@ export class IngestService {
   private async handleRegistration(entry: StreamEntry): Promise<void> {
     try {
       const registration = parseRegistration(entry.message);
+      // What the schema allows can block the control loop for seconds (64 x 16384: 3.4 s): refuse
+      // at registration what the planner cannot plan within its budget (docs/operations.md).
+      const cells = registration.stages * registration.microbatches;
+      const { maxPlanCells } = this.config.control;
+      if (cells > maxPlanCells) {
+        throw new ProtocolError(`registration: stages x microbatches = ${registration.stages} x ${registration.microbatches} = ${cells} is more than control.maxPlanCells (${maxPlanCells}), what the planner handles within the control budget`);
+      }
       await this.store.saveSpec(registration, entry.id);
       const marker: RegisteredMarker = { type: 'registered', protocol: 1, jobId: registration.jobId, registrationId: entry.id };
       // The owner (maybe another replica) reloads the job in order with its reports.
@@ -170,7 +260,7 @@ export class IngestService {
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       this.metrics.ingestMessages.inc({ type: 'register', result: 'rejected' });
-      await this.store.reject(REJECTED_REGISTRATIONS_STREAM, entry.message, error.message, this.config.ingest.rejectedMaxLen);
+      await this.store.reject(REJECTED_REGISTRATIONS_STREAM, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
     }
   }
 
@@ -187,13 +277,31 @@ export class IngestService {
           this.metrics.ingestMessages.inc({ type, result: 'duplicate' });
           return false;
         }
+        // Only a marker of the registration the daemon stored counts: ranks can write to this stream,
+        // and a forged marker must not re-adopt the job (each adoption bumps the epoch).
+        const stored = await this.store.loadSpec(job.jobId);
+        if (!stored || stored.registrationId !== message.registrationId) {
+          throw new ProtocolError(`registered marker names registration ${JSON.stringify(message.registrationId)}, not the stored one`, type);
+        }
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         if (fresh) fresh.needsEvaluation = true;
         return false;
       }
-      const current = this.registry.get(job.jobId) ?? job;
-      if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`);
+      let current = this.registry.get(job.jobId) ?? job;
+      if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`, type);
+      // What the ranks hold bounds the numbers this daemon hands out (protocol §5.6).
+      const held = message.type === 'ack' ? message.version : message.scheduleVersion;
+      if (held > current.knownVersion) current.knownVersion = held;
+      const epoch = message.epoch ?? 0;
+      if (epoch > current.epoch) {
+        const fresh = await this.registry.reconcileEpoch(current, epoch);
+        if (fresh) {
+          fresh.knownVersion = Math.max(fresh.knownVersion, held);
+          fresh.needsEvaluation = true;
+          current = fresh;
+        }
+      }
       if (message.type === 'ack') {
         current.counters.acks++;
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
@@ -203,14 +311,18 @@ export class IngestService {
       return this.handleReport(current, message, now);
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
+      type = error.messageType ?? type;
       job.counters.rejected++;
       this.metrics.ingestMessages.inc({ type, result: 'rejected' });
-      await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen);
+      await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
       return false;
     }
   }
 
   private handleReport(job: JobRuntime, report: RankReport, now: number): boolean {
+    if (!job.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
+      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
+    }
     if (!job.layoutOf(report.scheduleVersion, report.iteration)) {
       // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
       job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);

@@ -25,7 +25,11 @@ function fitsShape(schedule: PublishedSchedule, spec: Registration): boolean {
  */
 @Injectable()
 export class JobRegistry {
-  readonly replicaId = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  /**
+   * The owner id written into leases: `jobs.ownerId` (e.g. the pod name, stable across container
+   * restarts, so a restarted daemon takes its own jobs back at once), else unique per process.
+   */
+  readonly replicaId: string;
   private readonly owned = new Map<string, JobRuntime>();
   private readonly byReportsStream = new Map<string, JobRuntime>();
   /** Jobs just taken: their idle pending entries must be claimed before new ones are read. */
@@ -37,7 +41,9 @@ export class JobRegistry {
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.replicaId = config.jobs.ownerId || `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  }
 
   get(jobId: string): JobRuntime | undefined {
     return this.owned.get(jobId);
@@ -59,11 +65,11 @@ export class JobRegistry {
   async discover(): Promise<void> {
     const ttl = this.config.jobs.leaseMs;
     for (const job of this.all()) {
-      if (!(await this.store.renewLease(job.jobId, this.replicaId, ttl))) {
-        this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
-        this.metrics.leaseLosses.inc();
-        this.drop(job.jobId);
-      }
+      if (await this.store.renewLease(job.jobId, this.replicaId, ttl)) continue;
+      if (await this.restoreLost(job)) continue;
+      this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
+      this.metrics.leaseLosses.inc();
+      this.drop(job.jobId);
     }
     const jobIds = await this.store.listJobs();
     this.metrics.jobsRegistered.set(jobIds.length);
@@ -74,6 +80,35 @@ export class JobRegistry {
     this.metrics.jobsOwned.set(this.owned.size);
   }
 
+  /**
+   * A job this replica leads whose spec and lease are both gone: Redis lost its data (restart
+   * without persistence, FLUSHALL, failover to an empty replica). The replica still knows the job,
+   * so it writes it back and takes it again under an epoch and with versions above every one it
+   * knew (protocol §5.6): ranks keep the schedule they run, and no version number is reused.
+   */
+  private async restoreLost(job: JobRuntime): Promise<boolean> {
+    if ((await this.store.loadSpec(job.jobId)) || (await this.store.ownerOf(job.jobId))) return false;
+    await this.store.saveSpec(job.spec, job.registrationId);
+    if (!(await this.store.acquireLease(job.jobId, this.replicaId, this.config.jobs.leaseMs))) return false;
+    this.logger.warn(`job ${job.jobId}: Redis lost the job's keys; restoring it from this replica's memory`);
+    this.metrics.jobsRestored.inc();
+    return (await this.adopt(job.jobId)) !== undefined;
+  }
+
+  /**
+   * A rank reports an epoch above this runtime's: if Redis's epoch is still ours and the lease is
+   * ours, Redis lost the counter (the ranks would ignore every event of ours): take the job again
+   * above the ranks' epoch. If Redis's epoch moved on, another replica leads: discovery lets go.
+   */
+  async reconcileEpoch(job: JobRuntime, reported: number): Promise<JobRuntime | undefined> {
+    job.knownEpoch = Math.max(job.knownEpoch, reported);
+    if (job.released || reported <= job.epoch) return undefined;
+    if ((await this.store.readEpoch(job.jobId)) !== job.epoch) return undefined;
+    if (!(await this.store.renewLease(job.jobId, this.replicaId, this.config.jobs.leaseMs))) return undefined;
+    this.logger.warn(`job ${job.jobId}: ranks hold epoch ${reported} above Redis's ${job.epoch}; taking the job again above it`);
+    return this.adopt(job.jobId);
+  }
+
   /** Rebuilds a job from Redis under a new epoch (after taking its lease, or after a re-registration). */
   async adopt(jobId: string): Promise<JobRuntime | undefined> {
     const stored = await this.store.loadSpec(jobId);
@@ -82,17 +117,28 @@ export class JobRegistry {
       return undefined;
     }
     const spec = stored.registration;
-    const epoch = await this.store.bumpEpoch(jobId);
+    const previous = this.owned.get(jobId);
+    // Epochs and versions never go back, also when Redis lost its counters: an earlier runtime of the
+    // job and the ranks' reports know the highest ones handed out (protocol §5.6).
+    const epoch = await this.store.bumpEpoch(jobId, Math.max(previous?.epoch ?? 0, previous?.knownEpoch ?? 0));
     const job = new JobRuntime(spec, epoch, this.config.detection, stored.registrationId);
+    job.knownVersion = previous?.versionFloor() ?? 0;
+    job.knownEpoch = previous?.knownEpoch ?? 0;
     const keys = jobKeys(jobId);
+    await this.store.keepJobKeys(jobId);
     await this.store.ensureGroup(keys.reports, this.config.ingest.consumerGroup);
-    const { committed, pending } = await this.store.readSchedules(jobId);
+    const schedules = await this.store.readSchedules(jobId);
+    const pending = schedules.pending;
+    let committed = schedules.committed;
+    if (!committed && previous?.committed && fitsShape(previous.committed, spec) && (await this.store.restoreSchedule(jobId, previous.committed))) {
+      // Redis lost the schedule the ranks run: write it back rather than deciding a new initial plan.
+      committed = previous.committed;
+    }
     // A committed schedule of an older registration (other shape) is replaced by a new initial plan.
     if (committed && fitsShape(committed, spec)) {
       job.noteCommitted(committed, true);
       job.lastPublishAt = committed.createdAt;
     }
-    const previous = this.owned.get(jobId);
     if (previous) {
       previous.released = true;
       this.metrics.forgetJob(jobId, previous.spec.stages);

@@ -59,6 +59,15 @@ export class JobRuntime {
   private measuredIterations = false;
   private chain: Promise<unknown> = Promise.resolve();
   readonly counters = { reports: 0, acks: 0, duplicates: 0, rejected: 0, prepares: 0, commits: 0, aborts: 0 };
+  /** False until the new owner has replayed the job's history: no decision from an empty detector. */
+  historyReplayed = false;
+  /**
+   * Highest schedule version known outside Redis's counter: reported by ranks, or held by an
+   * earlier runtime of this job. A version counter lost with Redis's data restarts above it.
+   */
+  knownVersion = 0;
+  /** Highest fencing epoch a rank has reported (reports' and acks' `epoch`). */
+  knownEpoch = 0;
 
   /** `registrationId`: the registrations-stream entry this runtime was built from. */
   constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '') {
@@ -122,6 +131,22 @@ export class JobRuntime {
     this.topology = t;
     this.pendingTopology = null;
     this.needsEvaluation = true;
+  }
+
+  /** The floor of the next version number: above every version the daemon or a rank has seen. */
+  versionFloor(): number {
+    return Math.max(this.knownVersion, this.committed?.version ?? 0, this.handshake?.schedule.version ?? 0);
+  }
+
+  /**
+   * Whether a reported iteration is plausible: at most `maxJump` iterations beyond the job's
+   * progress, plus what the time since the last report explains at 4x the measured pace. A single
+   * report of iteration 1e15 would otherwise make every genuine later report a duplicate.
+   */
+  plausibleIteration(iteration: number, now: number, maxJump: number): boolean {
+    if (this.maxIteration < 0) return true;
+    const elapsed = this.lastIterationAt > 0 && this.iterationMs > 0 ? Math.ceil((4 * Math.max(0, now - this.lastIterationAt)) / this.iterationMs) : 0;
+    return iteration <= this.maxIteration + maxJump + elapsed;
   }
 
   /** Runs `task` after every task queued before it for this job: one control step at a time per job. */

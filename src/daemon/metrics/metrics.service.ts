@@ -152,6 +152,22 @@ export class MetricsService {
     labelNames: ['job'] as const,
     registers: [this.registry],
   });
+  readonly jobsRestored = new Counter({
+    name: 'pipemorph_jobs_restored_total',
+    help: 'Jobs written back to Redis from a replica\'s memory after Redis lost their keys (restart without persistence, FLUSHALL).',
+    registers: [this.registry],
+  });
+  readonly streamRepairs = new Counter({
+    name: 'pipemorph_ingest_stream_repairs_total',
+    help: 'Streams or consumer groups recreated by the ingest loop (NOGROUP after a deleted stream or a Redis data loss), by result (repaired, quarantined).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly orphanStreams = new Counter({
+    name: 'pipemorph_orphan_streams_expired_total',
+    help: 'Reports streams of job ids never registered that maintenance gave a TTL (jobs.staleJobMs).',
+    registers: [this.registry],
+  });
   readonly leaseLosses = new Counter({ name: 'pipemorph_lease_losses_total', help: 'Job leases this replica lost to another replica (or to Redis) before releasing them.', registers: [this.registry] });
 
   readonly buildInfo = new Gauge({ name: 'pipemorph_build_info', help: 'Build information (value 1).', labelNames: ['version', 'node'] as const, registers: [this.registry] });

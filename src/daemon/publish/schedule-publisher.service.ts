@@ -151,7 +151,7 @@ export class SchedulePublisher {
   }
 
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
-    const version = await this.store.nextVersion(job.jobId, job.epoch);
+    const version = await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor());
     if (version === 'fenced') {
       this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: 'fenced' });
       this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; another replica owns the job`);

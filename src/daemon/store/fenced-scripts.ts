@@ -4,10 +4,43 @@
  * never publish. All keys of one job share a hash tag, so the scripts also run on a cluster.
  */
 
-/** KEYS: epoch, version. ARGV: epoch. Returns the new version or -1 when fenced. */
+/**
+ * KEYS: epoch, version. ARGV: epoch, floor. Returns the new version or -1 when fenced. The version
+ * is above `floor` (the highest version the daemon or the ranks know of), so a counter lost with
+ * Redis's data never hands out a version number again (protocol §5.6).
+ */
 export const NEXT_VERSION = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-return redis.call('INCR', KEYS[2])
+local v = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[2])
+if v <= floor then
+  v = floor + 1
+  redis.call('SET', KEYS[2], v)
+end
+return v
+`;
+
+/** KEYS: epoch. ARGV: floor. A new epoch above `floor` (the highest epoch known outside Redis). */
+export const BUMP_EPOCH = `
+local e = redis.call('INCR', KEYS[1])
+local floor = tonumber(ARGV[1])
+if e <= floor then
+  e = floor + 1
+  redis.call('SET', KEYS[1], e)
+end
+return e
+`;
+
+/**
+ * KEYS: owner. ARGV: owner id, ttl ms. Takes a free lease, or one this owner id already holds: a
+ * daemon restarted under the same id (same pod) takes its jobs back at once instead of waiting for
+ * its own lease to expire. Returns 1 when taken.
+ */
+export const ACQUIRE_LEASE = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
 `;
 
 /** KEYS: epoch, pending, control. ARGV: epoch, schedule JSON, event JSON, control maxlen. */

@@ -11,6 +11,17 @@ export interface StreamBatch {
   entries: StreamEntry[];
 }
 
+/** A stream whose read failed (NOGROUP: deleted or lost; WRONGTYPE: another key type), with Redis's message. */
+export interface StreamFailure {
+  stream: string;
+  error: string;
+}
+
+export interface StreamRead {
+  batches: StreamBatch[];
+  failed: StreamFailure[];
+}
+
 export interface StoredSpec {
   registration: Registration;
   registrationId: string;
@@ -25,9 +36,13 @@ export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
 export interface JobStore {
   ping(): Promise<boolean>;
 
-  ensureGroup(stream: string, group: string): Promise<void>;
-  /** New entries for this consumer (XREADGROUP ... >), blocking up to blockMs. */
-  readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]>;
+  /** Creates the consumer group (and the stream) unless it exists; true when it was created. */
+  ensureGroup(stream: string, group: string): Promise<boolean>;
+  /**
+   * New entries for this consumer (XREADGROUP ... >), read per stream so one broken stream fails
+   * alone (reported in `failed`); when nothing is new, blocks up to blockMs on the readable ones.
+   */
+  readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamRead>;
   /** Entries another (crashed) consumer left pending longer than minIdleMs (XAUTOCLAIM). */
   claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
   ack(stream: string, group: string, ids: readonly string[]): Promise<void>;
@@ -36,26 +51,39 @@ export interface JobStore {
   pendingCount(stream: string, group: string): Promise<number>;
   /** Entries not yet delivered to the group (0 when unknown). */
   groupLag(stream: string, group: string): Promise<number>;
-  /** Keeps a bad message for inspection with the reason it was refused. */
-  reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void>;
+  /** Keeps a bad message for inspection with the reason it was refused: at most maxCopyBytes of it, with its original size. */
+  reject(stream: string, raw: string | null, reason: string, maxLen: number, maxCopyBytes: number): Promise<void>;
   trim(stream: string, maxLen: number): Promise<void>;
   append(stream: string, message: string, maxLen: number): Promise<string>;
 
-  /** Stores an accepted registration, tagged with the id of its registrations-stream entry. */
+  /** Stores an accepted registration, tagged with the id of its registrations-stream entry; clears TTLs left on the job's keys by an earlier expiry. */
   saveSpec(registration: Registration, registrationId: string): Promise<void>;
+  /** Clears TTLs on a live job's keys (they get one only when the job is forgotten). */
+  keepJobKeys(jobId: string): Promise<void>;
+  /** Writes back a committed schedule Redis lost (only when the key is absent); true when written. */
+  restoreSchedule(jobId: string, schedule: PublishedSchedule): Promise<boolean>;
+  ownerOf(jobId: string): Promise<string | null>;
+  /**
+   * One SCAN step over reports streams: gives those of job ids not in `known` (written by ranks of
+   * a job never registered, or by a stray client) a TTL, so they cannot grow Redis for ever.
+   */
+  expireOrphanStreams(cursor: string, known: ReadonlySet<string>, ttlMs: number, count: number): Promise<{ cursor: string; expired: number }>;
+  /** The job's epoch counter in Redis (0 when absent). */
+  readEpoch(jobId: string): Promise<number>;
   loadSpec(jobId: string): Promise<StoredSpec | null>;
   listJobs(): Promise<string[]>;
   forgetJob(jobId: string, keepMs: number): Promise<void>;
 
+  /** Takes the lease when free or already held by `owner` (a restarted daemon with the same owner id). */
   acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(jobId: string, owner: string): Promise<void>;
-  /** A new fencing epoch for a replica that just took the job. */
-  bumpEpoch(jobId: string): Promise<number>;
+  /** A new fencing epoch for a replica that just took the job, above `floor` (epochs known outside Redis). */
+  bumpEpoch(jobId: string, floor?: number): Promise<number>;
 
   readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }>;
-  /** Allocates the next version, only while `epoch` is still the job's epoch. */
-  nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'>;
+  /** Allocates the next version above `floor`, only while `epoch` is still the job's epoch. */
+  nextVersion(jobId: string, epoch: number, floor?: number): Promise<number | 'fenced'>;
   /** Stores a prepared schedule and announces it; 'busy' if another prepare is open. */
   prepare(jobId: string, epoch: number, schedule: PublishedSchedule, event: ControlEvent, controlMaxLen: number): Promise<FencedResult>;
   /** Makes the prepared `version` the committed schedule and announces it; 'stale' if that version is no longer pending. */

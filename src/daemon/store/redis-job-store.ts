@@ -1,10 +1,16 @@
 import Redis from 'ioredis';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
-import { ABORT, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
-import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry } from './job-store.repository';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { boundedReason, rejectedCopy } from './rejected-copy.util';
+import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 type RawEntry = [string, string[]];
+
+function toBatches(reply: unknown): StreamBatch[] {
+  if (!reply) return [];
+  return (reply as Array<[string, RawEntry[]]>).map(([stream, entries]) => ({ stream, entries: entries.map(([id, fields]) => ({ id, message: messageOf(fields) })) }));
+}
 
 function messageOf(fields: string[] | null): string | null {
   if (!fields) return null;
@@ -13,7 +19,9 @@ function messageOf(fields: string[] | null): string | null {
 }
 
 interface ScriptedRedis extends Redis {
-  pmNextVersion(epochKey: string, versionKey: string, epoch: number): Promise<number>;
+  pmNextVersion(epochKey: string, versionKey: string, epoch: number, floor: number): Promise<number>;
+  pmBumpEpoch(epochKey: string, floor: number): Promise<number>;
+  pmAcquireLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmPrepare(epochKey: string, pendingKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmCommit(epochKey: string, pendingKey: string, scheduleKey: string, controlKey: string, epoch: number, version: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmAbort(epochKey: string, pendingKey: string, controlKey: string, epoch: number, version: number, event: string, maxLen: number): Promise<string>;
@@ -35,6 +43,8 @@ export class RedisJobStore implements JobStore {
       if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys, lua });
     };
     define('pmNextVersion', 2, NEXT_VERSION);
+    define('pmBumpEpoch', 1, BUMP_EPOCH);
+    define('pmAcquireLease', 1, ACQUIRE_LEASE);
     define('pmPrepare', 3, PREPARE);
     define('pmCommit', 4, COMMIT);
     define('pmAbort', 3, ABORT);
@@ -51,22 +61,42 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  async ensureGroup(stream: string, group: string): Promise<void> {
+  async ensureGroup(stream: string, group: string): Promise<boolean> {
     try {
       // From 0: entries written before the daemon knew the stream are processed too.
       await this.redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
+      return true;
     } catch (error) {
       if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+      return false;
     }
   }
 
-  async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamBatch[]> {
-    if (streams.length === 0) return [];
-    const reply = (await this.blocking.xreadgroup(
-      'GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...streams, ...streams.map(() => '>'),
-    )) as Array<[string, RawEntry[]]> | null;
-    if (!reply) return [];
-    return reply.map(([stream, entries]) => ({ stream, entries: entries.map(([id, fields]) => ({ id, message: messageOf(fields) })) }));
+  async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamRead> {
+    if (streams.length === 0) return { batches: [], failed: [] };
+    // One read per stream, pipelined (one round trip): a stream that fails (deleted, wrong type)
+    // fails alone, and each read names one job's keys only (one hash slot, as Redis Cluster needs).
+    const pipeline = this.blocking.pipeline();
+    for (const stream of streams) pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>');
+    const replies = (await pipeline.exec()) ?? [];
+    const batches: StreamBatch[] = [];
+    const failed: StreamFailure[] = [];
+    replies.forEach(([error, reply], k) => {
+      if (error) failed.push({ stream: streams[k], error: error.message });
+      else for (const batch of toBatches(reply)) batches.push(batch);
+    });
+    if (batches.length > 0 || blockMs === 0) return { batches, failed };
+    // Nothing new: wait for the next entry on any stream that could be read.
+    const healthy = streams.filter((s) => !failed.some((f) => f.stream === s));
+    if (healthy.length === 0) return { batches, failed };
+    try {
+      const reply = await this.blocking.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...healthy, ...healthy.map(() => '>'));
+      return { batches: toBatches(reply), failed };
+    } catch (error) {
+      // A stream broke meanwhile: the next pass's per-stream reads name it.
+      if (/NOGROUP|WRONGTYPE/.test(String((error as Error).message))) return { batches, failed };
+      throw error;
+    }
   }
 
   async claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
@@ -109,8 +139,10 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  async reject(stream: string, raw: string | null, reason: string, maxLen: number): Promise<void> {
-    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, raw ?? '', 'reason', reason, 'at', String(Date.now()));
+  async reject(stream: string, raw: string | null, reason: string, maxLen: number, maxCopyBytes: number): Promise<void> {
+    const copy = rejectedCopy(raw, maxCopyBytes);
+    const size = copy.truncated ? ['bytes', String(copy.bytes), 'truncated', '1'] : ['bytes', String(copy.bytes)];
+    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, copy.text, 'reason', boundedReason(reason), 'at', String(Date.now()), ...size);
   }
 
   async trim(stream: string, maxLen: number): Promise<void> {
@@ -123,7 +155,45 @@ export class RedisJobStore implements JobStore {
 
   async saveSpec(registration: Registration, registrationId: string): Promise<void> {
     const stored: StoredSpec = { registration, registrationId };
-    await this.redis.multi().set(jobKeys(registration.jobId).spec, JSON.stringify(stored)).sadd(JOBS_INDEX, registration.jobId).exec();
+    const keys = jobKeys(registration.jobId);
+    // A job registering again after it expired must not keep the day-long TTLs its keys got then.
+    // One transaction per hash slot (Redis Cluster): the job's keys, then the index, so a job in the
+    // index always has its spec.
+    const tx = this.redis.multi().set(keys.spec, JSON.stringify(stored));
+    for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.spec) tx.persist(key);
+    await tx.exec();
+    await this.redis.sadd(JOBS_INDEX, registration.jobId);
+  }
+
+  async keepJobKeys(jobId: string): Promise<void> {
+    const keys = jobKeys(jobId);
+    const tx = this.redis.multi();
+    for (const key of Object.values(keys)) if (key !== keys.owner) tx.persist(key);
+    await tx.exec();
+  }
+
+  async restoreSchedule(jobId: string, schedule: PublishedSchedule): Promise<boolean> {
+    return (await this.redis.set(jobKeys(jobId).schedule, JSON.stringify(schedule), 'NX')) === 'OK';
+  }
+
+  async expireOrphanStreams(cursor: string, known: ReadonlySet<string>, ttlMs: number, count: number): Promise<{ cursor: string; expired: number }> {
+    const [next, keys] = (await this.redis.scan(cursor, 'MATCH', 'pipemorph:{*}:reports', 'COUNT', count)) as [string, string[]];
+    let expired = 0;
+    for (const key of keys) {
+      const jobId = key.slice('pipemorph:{'.length, key.length - '}:reports'.length);
+      if (known.has(jobId)) continue;
+      // Only keys without a TTL: a forgotten job's keys already expire; NX keeps an earlier, shorter TTL.
+      if ((await this.redis.pttl(key)) === -1 && (await this.redis.pexpire(key, ttlMs)) === 1) expired++;
+    }
+    return { cursor: next, expired };
+  }
+
+  async readEpoch(jobId: string): Promise<number> {
+    return Number((await this.redis.get(jobKeys(jobId).epoch)) ?? 0);
+  }
+
+  async ownerOf(jobId: string): Promise<string | null> {
+    return this.redis.get(jobKeys(jobId).owner);
   }
 
   async loadSpec(jobId: string): Promise<StoredSpec | null> {
@@ -137,13 +207,15 @@ export class RedisJobStore implements JobStore {
 
   async forgetJob(jobId: string, keepMs: number): Promise<void> {
     const keys = jobKeys(jobId);
-    const tx = this.redis.multi().srem(JOBS_INDEX, jobId);
+    // Out of the index first, then the job's keys in one single-slot transaction (Redis Cluster).
+    await this.redis.srem(JOBS_INDEX, jobId);
+    const tx = this.redis.multi();
     for (const key of Object.values(keys)) tx.pexpire(key, keepMs);
     await tx.exec();
   }
 
   async acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.set(jobKeys(jobId).owner, owner, 'PX', ttlMs, 'NX')) === 'OK';
+    return (await this.redis.pmAcquireLease(jobKeys(jobId).owner, owner, ttlMs)) === 1;
   }
 
   async renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
@@ -154,8 +226,8 @@ export class RedisJobStore implements JobStore {
     await this.redis.pmReleaseLease(jobKeys(jobId).owner, owner);
   }
 
-  async bumpEpoch(jobId: string): Promise<number> {
-    return this.redis.incr(jobKeys(jobId).epoch);
+  async bumpEpoch(jobId: string, floor = 0): Promise<number> {
+    return this.redis.pmBumpEpoch(jobKeys(jobId).epoch, floor);
   }
 
   async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {
@@ -164,9 +236,9 @@ export class RedisJobStore implements JobStore {
     return { committed: committed ? JSON.parse(committed) : null, pending: pending ? JSON.parse(pending) : null };
   }
 
-  async nextVersion(jobId: string, epoch: number): Promise<number | 'fenced'> {
+  async nextVersion(jobId: string, epoch: number, floor = 0): Promise<number | 'fenced'> {
     const keys = jobKeys(jobId);
-    const version = await this.redis.pmNextVersion(keys.epoch, keys.version, epoch);
+    const version = await this.redis.pmNextVersion(keys.epoch, keys.version, epoch, floor);
     return version < 0 ? 'fenced' : version;
   }
 

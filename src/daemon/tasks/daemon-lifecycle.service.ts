@@ -6,6 +6,9 @@ import { JobRegistry } from '../jobs/job-registry.service';
 import { MaintenanceService } from './maintenance.service';
 
 const TICK_MS = 100;
+/** Back-off of connection attempts at start-up: doubling from 200 ms to 5 s. */
+const CONNECT_FIRST_DELAY_MS = 200;
+const CONNECT_MAX_DELAY_MS = 5000;
 
 /** Starts the daemon's loops in order and stops them gracefully (SIGTERM): stop reading, finish the batch, release leases. */
 @Injectable()
@@ -14,6 +17,9 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
   private readonly timers: NodeJS.Timeout[] = [];
   private cron: ScheduledTask | null = null;
   private stopping = false;
+  /** The background connection attempts (kept for tests and debugging; shutdown does not wait for them). */
+  connecting: Promise<void> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
@@ -22,9 +28,29 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     private readonly maintenance: MaintenanceService,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.registry.discover();
-    await this.ingest.start();
+  /**
+   * Starts serving HTTP at once and connects in the background: with Redis down at start the
+   * daemon waits and retries with back-off (not ready meanwhile) instead of exiting (issue 11, fault 6).
+   */
+  onApplicationBootstrap(): void {
+    this.connecting = this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    for (let attempt = 0, delay = CONNECT_FIRST_DELAY_MS; !this.stopping; attempt++, delay = Math.min(CONNECT_MAX_DELAY_MS, delay * 2)) {
+      try {
+        await this.ingest.start();
+        await this.registry.discover();
+        break;
+      } catch (error) {
+        // The message never carries credentials (ioredis errors name host and port only; see redis.module.ts).
+        this.logger.warn(`cannot reach Redis yet (attempt ${attempt + 1}: ${(error as Error).message}); retrying in ${delay} ms`);
+        await new Promise((resolve) => {
+          this.retryTimer = setTimeout(resolve, delay);
+        });
+      }
+    }
+    if (this.stopping) return;
     this.every(this.config.jobs.discoveryIntervalMs, () => this.registry.discover());
     this.every(TICK_MS, () => this.maintenance.tick());
     this.cron = schedule(this.config.jobs.maintenanceCron, () => this.maintenance.run(), { name: 'pipemorph-maintenance', noOverlap: true });
@@ -33,6 +59,9 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    // Not awaited while still connecting: a command waiting for an unreachable Redis fails once the
+    // connections close (RedisModule), and the attempt loop sees `stopping`.
     for (const timer of this.timers) clearInterval(timer);
     await this.cron?.destroy();
     await this.ingest.stop();

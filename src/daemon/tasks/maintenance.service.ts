@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { jobKeys } from '../../protocol/redis-keys';
+import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { IngestService } from '../ingest/ingest.service';
@@ -12,9 +12,13 @@ import { JOB_STORE, JobStore } from '../store/job-store.repository';
  * a crashed consumer left behind, stream trimming, consumer lag, and re-evaluating every job
  * (recovery, drifting stage times, retries after an abort).
  */
+/** Keys examined per maintenance run by the orphan sweep (SCAN COUNT). */
+const ORPHAN_SCAN_COUNT = 1000;
+
 @Injectable()
 export class MaintenanceService {
   private readonly logger = new Logger(MaintenanceService.name);
+  private orphanCursor = '0';
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -26,6 +30,9 @@ export class MaintenanceService {
   ) {}
 
   async run(now = Date.now()): Promise<void> {
+    // Registrations are read within a pass; the stream only needs to hold recent history.
+    await this.store.trim(REGISTRATIONS_STREAM, this.config.ingest.registrationsMaxLen).catch((error) => this.logger.error(`trimming registrations failed: ${(error as Error).message}`));
+    await this.sweepOrphans().catch((error) => this.logger.error(`sweeping orphan streams failed: ${(error as Error).message}`));
     for (const job of this.registry.all()) {
       if (job.released) continue; // let go while earlier jobs were maintained
       try {
@@ -52,6 +59,17 @@ export class MaintenanceService {
       } catch (error) {
         this.logger.error(`maintenance of job ${job.jobId} failed: ${(error as Error).message}`);
       }
+    }
+  }
+
+  /** Reports streams of job ids never registered get a TTL of jobs.staleJobMs, a bounded SCAN step per run. */
+  private async sweepOrphans(): Promise<void> {
+    const known = new Set(await this.store.listJobs());
+    const { cursor, expired } = await this.store.expireOrphanStreams(this.orphanCursor, known, this.config.jobs.staleJobMs, ORPHAN_SCAN_COUNT);
+    this.orphanCursor = cursor;
+    if (expired > 0) {
+      this.metrics.orphanStreams.inc(expired);
+      this.logger.warn(`${expired} reports streams of unregistered job ids will expire in ${this.config.jobs.staleJobMs} ms`);
     }
   }
 
