@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
+import { JobViewController } from './api/job-view.controller';
 import { MetricsController } from './api/metrics.controller';
 import { ConfigModule } from './config/config.module';
 import { PipemorphConfig } from './config/pipemorph-config.type';
@@ -20,7 +21,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(config), RedisModule],
-      controllers: [HealthController, MetricsController, JobsController],
+      controllers: [HealthController, MetricsController, JobsController, JobViewController],
       providers: [MetricsService, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
     };
   }
