@@ -23,7 +23,7 @@ export function heatColor(share: number): string {
  */
 export function renderHeatStripSvg(strip: HeatStrip): string {
   const columns = strip.iterations.length;
-  const cell = columns > 0 ? Math.max(4, Math.min(14, Math.floor(900 / columns))) : 14;
+  const cell = columns > 0 ? Math.max(4, Math.min(20, Math.floor(900 / columns))) : 14;
   const barsHeight = 40;
   const top = barsHeight + 12;
   const width = LABEL_WIDTH + Math.max(1, columns) * cell + 90;

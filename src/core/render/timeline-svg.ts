@@ -6,7 +6,7 @@ import { TimelineOptions, TimelinePanel, TimelineRun } from './timeline-panel.ty
 export const OP_COLORS: readonly string[] = ['#4f7fd6', '#2e9e78', '#8e63c4'];
 const MESSAGE_COLOR = '#d6333a';
 const LEFT = 78;
-const RIGHT = 128;
+const RIGHT = 150;
 const FONT = 'font-family="Helvetica,Arial,sans-serif"';
 
 /** Geometry of a picture, exported so tests can map times back to pixels. */

@@ -37,7 +37,7 @@ export function jobTimelineSvg(job: JobRuntime, snapshot: DetectionSnapshot = jo
   let shortest = Number.POSITIVE_INFINITY;
   for (const d of model.durations) if (d > 0) shortest = Math.min(shortest, d);
   const slow = input.links.filter((l) => l.dp === dp && (l.straggler || l.extraMs >= 0.25 * shortest));
-  const linkNotes = Object.fromEntries(slow.map((l) => [l.link, `+${l.extraMs.toFixed(1)} ms${l.straggler ? ' (straggler)' : ''}`]));
+  const linkNotes = Object.fromEntries(slow.map((l) => [l.link, `+${l.extraMs.toFixed(1)} ms`]));
   const panelOf = (label: string, schedule: PublishedSchedule): TimelinePanel | null => {
     const group = schedule.pipelines.find((p) => p.dpReplicas.includes(dp)) ?? schedule.pipelines[0];
     if (!group) return null;
