@@ -79,7 +79,7 @@ describe('job page in headless Chromium', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const svg = await fetch(`${daemon.url}/jobs/${job.jobId}/timeline.svg`);
     expect(svg.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
-    expect((await svg.text()).match(/<rect class="op /g)).toHaveLength(2 * 4 * 36);
+    expect((await svg.text()).match(/<rect class="[FBW]" data-op=/g)).toHaveLength(2 * 4 * 36);
     expect((await fetch(`${daemon.url}/jobs/test-view-nobody/view`)).status).toBe(404);
     expect((await fetch(`${daemon.url}/jobs/test-view-nobody/timeline.svg`)).status).toBe(404);
     expect((await fetch(`${daemon.url}/jobs/${encodeURIComponent('bad id!')}/view`)).status).toBe(400);
@@ -94,7 +94,7 @@ describe('job page in headless Chromium', () => {
     expect(dom).toContain(`<span id="job-id">${job.jobId}</span>`);
     const panels = dom.split('<g class="panel"').slice(1);
     expect(panels).toHaveLength(2);
-    for (const panel of panels) expect(panel.match(/<rect class="op /g)).toHaveLength(4 * 36);
+    for (const panel of panels) expect(panel.match(/<rect class="[FBW]" data-op=/g)).toHaveLength(4 * 36);
     expect(dom).toMatch(/before: v1 \(initial/);
     expect(dom).toMatch(/in force: v\d+ \(straggler/);
     // The straggler, in the list and marked in the heat strip, with its messages drawn in the timeline.

@@ -6,7 +6,7 @@ import { formatOp } from '../pipeline/op';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { TimelinePanel, TimelineRun } from './timeline-panel.type';
-import { px, renderTimelineSvg, timelineLayout, TimelineLayout } from './timeline-svg';
+import { COMPACT_ABOVE_OPS, px, renderTimelineSvg, timelineLayout, TimelineLayout } from './timeline-svg';
 
 /** The paper's Fig. 4/5 pipeline (theorem1.spec.ts): S = 4, N = 12, every op 10 ms, warm-up [7, 5, 3, 1]. */
 function fig4(linkMs: number[] = [0, 0, 0]): PipelineModel {
@@ -30,8 +30,11 @@ function blocksOf(svg: string, panel: number): { rows: number[]; blocks: Block[]
   for (const row of body.split('<g class="row" data-stage="').slice(1)) {
     const stage = Number(row.slice(0, row.indexOf('"')));
     rows.push(stage);
-    for (const m of row.split('</g>')[0].matchAll(/<rect class="op ([FBW])" data-op="([FBW]\d+)" x="([-\d.]+)" y="([\d.]+)" width="([\d.]+)"/g)) {
-      blocks.push({ stage, op: m[2], x: Number(m[3]), y: Number(m[4]), width: Number(m[5]) });
+    const group = /^[^]*?<g class="blocks" transform="translate\(0 ([\d.]+)\)">([^]*?)<\/g>/.exec(row);
+    if (!group) continue;
+    for (const m of group[2].matchAll(/<rect class="([FBW])" data-op="([FBW]\d+)" x="([-\d.]+)" width="([\d.]+)"/g)) {
+      if (m[1] !== m[2][0]) continue;
+      blocks.push({ stage, op: m[2], x: Number(m[3]), y: Number(group[1]), width: Number(m[4]) });
     }
   }
   return { rows, blocks };
@@ -85,7 +88,7 @@ describe('renderTimelineSvg on the paper\'s Fig. 4/5 example (4 stages x 12 micr
   it('catches a picture that is wrong on purpose (a shifted block, a dropped block, swapped rows)', () => {
     const shifted = svg.replace(/(data-op="F3" x=")([\d.]+)/, (_, head: string, x: string) => head + px(Number(x) + 5));
     expect(mismatches(shifted, 0, healthy, layout).some((p) => p.includes('F3 x'))).toBe(true);
-    const dropped = svg.replace(/<rect class="op W" data-op="W11"[^>]*\/>/, '');
+    const dropped = svg.replace(/<rect class="W" data-op="W11"[^>]*\/>/, '');
     expect(mismatches(dropped, 0, healthy, layout)).toContain(`${4 * 36 - 1} blocks for ${4 * 36} ops`);
     const swapped = svg.replace('data-stage="1"', 'data-stage="X"').replace('data-stage="2"', 'data-stage="1"').replace('data-stage="X"', 'data-stage="2"');
     expect(mismatches(swapped, 0, healthy, layout)[0]).toMatch(/^rows 0,2,1,3/);
@@ -143,5 +146,35 @@ describe('renderTimelineSvg on random pipelines', () => {
       ),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('renderTimelineSvg on a large pipeline (compact paths)', () => {
+  it('draws every op as one sub-path where the engine put it, one path per kind and row', () => {
+    const t = [1, 1.2, 1, 1.1, 1, 1, 1.3, 1];
+    const model = toPipelineModel(validateProfile({ stages: 8, microbatches: 1000, fMs: t, bMs: t, wMs: t, linkMs: [0, 0, 0, 5, 0, 0, 0] }));
+    const run = generateSchedule(model, { warmup: [8, 7, 6, 5, 4, 3, 2, 1] });
+    const panels = [{ title: 'large', run, slowLinks: [3] }];
+    const svg = renderTimelineSvg(panels);
+    const layout = timelineLayout(panels);
+    expect(8 * 3000).toBeGreaterThan(COMPACT_ABOVE_OPS);
+    expect(svg).not.toContain('<rect class="F"');
+    const rows = svg.split('<g class="row" data-stage="').slice(1);
+    expect(rows.map((r) => Number(r.slice(0, r.indexOf('"'))))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    let wrong = 0;
+    rows.forEach((row, s) => {
+      for (const [kind, name] of ['F', 'B', 'W'].entries()) {
+        const d = new RegExp(`<path class="${name}" d="([^"]*)"`).exec(row)![1];
+        const subpaths = [...d.matchAll(/M([\d.]+) 0h([\d.]+)v/g)];
+        const ops = Array.from(run.order[s]).filter((code) => code % 3 === kind);
+        expect(subpaths).toHaveLength(ops.length);
+        ops.forEach((code, i) => {
+          const k = s * 3000 + code;
+          if (Math.abs(Number(subpaths[i][1]) - (layout.left + run.start[k] * layout.scale)) > 0.006) wrong++;
+          if (Math.abs(Number(subpaths[i][1]) + Number(subpaths[i][2]) - (layout.left + run.end[k] * layout.scale)) > 0.012) wrong++;
+        });
+      }
+    });
+    expect(wrong).toBe(0);
   });
 });

@@ -6,6 +6,12 @@ import { TimelineOptions, TimelinePanel, TimelineRun } from './timeline-panel.ty
 export const OP_COLORS: readonly string[] = ['#4f7fd6', '#2e9e78', '#8e63c4'];
 const MESSAGE_COLOR = '#d6333a';
 const LEFT = 78;
+/**
+ * Above this many ops a panel draws each stage's blocks as one path per kind (one sub-path per op,
+ * in run order) instead of one <rect> per op: at that size a block is about a pixel wide, and the
+ * picture stays small and fast (64 stages x 512 microbatches: see bench/render.bench.ts).
+ */
+export const COMPACT_ABOVE_OPS = 20000;
 const RIGHT = 150;
 const FONT = 'font-family="Helvetica,Arial,sans-serif"';
 
@@ -83,6 +89,8 @@ export function renderTimelineSvg(panels: readonly TimelinePanel[], options: Tim
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" class="pipemorph-timeline" width="${width}" height="${px(height)}" viewBox="0 0 ${width} ${px(height)}" ${FONT}>`,
+    // Block colours by class: one short <rect> per op keeps a 64 x 512 picture small and fast.
+    `<style>.pipemorph-timeline .F{fill:${OP_COLORS[0]}}.pipemorph-timeline .B{fill:${OP_COLORS[1]}}.pipemorph-timeline .W{fill:${OP_COLORS[2]}}.pipemorph-timeline .blocks rect{stroke:#fff;stroke-width:.5}</style>`,
     '<defs>',
     '<pattern id="idle" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#f3f4f6"/><line x1="0" y1="0" x2="0" y2="6" stroke="#dcdfe4" stroke-width="2"/></pattern>',
     `<marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="5" markerHeight="5" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="${MESSAGE_COLOR}"/></marker>`,
@@ -119,6 +127,7 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
     out.push(`<line x1="${x}" y1="${px(axisY)}" x2="${x}" y2="${px(rowsBottom)}" stroke="#e4e7eb" stroke-width="1"/><text x="${x}" y="${px(axisY - 2)}" text-anchor="middle">${step >= 1 ? t.toFixed(0) : t.toFixed(1)}</text>`);
   }
   out.push(`<text x="${left - 8}" y="${px(axisY - 2)}" text-anchor="end">time (ms)</text></g>`);
+  const compact = S * per > COMPACT_ABOVE_OPS;
   for (let s = 0; s < S; s++) {
     const y = top + s * (rowHeight + rowGap);
     out.push(`<g class="row" data-stage="${s}">`);
@@ -126,16 +135,31 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
     out.push(`<rect class="idle" x="${left}" y="${px(y)}" width="${px(run.iterationMs * scale)}" height="${rowHeight}" fill="url(#idle)"/>`);
     const showLabels = rowHeight >= 11;
     const fontSize = Math.min(10, rowHeight - 5);
+    const labels: string[] = [];
+    // Blocks sit at y = 0 of a group moved to the row: x, width and the label are all a block needs.
+    let blocks = `<g class="blocks${compact ? ' compact' : ''}" transform="translate(0 ${px(y)})">`;
+    const h = `" height="${rowHeight}"/>`;
+    const paths = ['', '', ''];
+    const v = `v${rowHeight}h-`;
     for (const code of run.order[s]) {
       const k = s * per + code;
       const x0 = left + run.start[k] * scale;
       const w = (run.end[k] - run.start[k]) * scale;
       const kind = opKind(code);
       const mb = opMicrobatch(code);
-      out.push(`<rect class="op ${OP_KINDS[kind]}" data-op="${OP_KINDS[kind]}${mb}" x="${px(x0)}" y="${px(y)}" width="${px(w)}" height="${rowHeight}" fill="${OP_COLORS[kind]}" stroke="#ffffff" stroke-width="0.5"/>`);
+      if (compact) {
+        // One sub-path per op, in run order, one path per kind: the same blocks at a fraction of the bytes.
+        const wText = px(w);
+        paths[kind] += 'M' + px(x0) + ' 0h' + wText + v + wText + 'z';
+        continue;
+      }
+      blocks += '<rect class="' + OP_KINDS[kind] + '" data-op="' + OP_KINDS[kind] + mb + '" x="' + px(x0) + '" width="' + px(w) + h;
       const label = String(mb);
-      if (showLabels && w >= 6 * label.length + 3) out.push(`<text class="mb" x="${px(x0 + w / 2)}" y="${px(y + rowHeight / 2 + fontSize / 2 - 1)}" font-size="${fontSize}" text-anchor="middle" fill="#ffffff">${label}</text>`);
+      if (showLabels && w >= 6 * label.length + 3) labels.push(`<text x="${px(x0 + w / 2)}" y="${px(y + rowHeight / 2 + fontSize / 2 - 1)}">${label}</text>`);
     }
+    if (compact) for (let kind = 0; kind < 3; kind++) blocks += `<path class="${OP_KINDS[kind]}" d="${paths[kind]}"/>`;
+    out.push(blocks + '</g>');
+    if (labels.length > 0) out.push(`<g class="mb" font-size="${fontSize}" text-anchor="middle" fill="#ffffff">${labels.join('')}</g>`);
     out.push('</g>');
   }
   renderMessages(out, panel, top, layout);
