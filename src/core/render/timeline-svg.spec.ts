@@ -164,8 +164,8 @@ describe('renderTimelineSvg on a large pipeline (compact paths)', () => {
     let wrong = 0;
     rows.forEach((row, s) => {
       for (const [kind, name] of ['F', 'B', 'W'].entries()) {
-        const d = new RegExp(`<path class="${name}" d="([^"]*)"`).exec(row)![1];
-        const subpaths = [...d.matchAll(/M([\d.]+) 0h([\d.]+)v/g)];
+        const d = new RegExp(`<path class="${name}" transform="scale\\(0.01 1\\)" d="([^"]*)"`).exec(row)![1];
+        const subpaths = [...d.matchAll(/M(\d+) 0h(\d+)v/g)].map((m) => [m[0], Number(m[1]) / 100, Number(m[2]) / 100]);
         const ops = Array.from(run.order[s]).filter((code) => code % 3 === kind);
         expect(subpaths).toHaveLength(ops.length);
         ops.forEach((code, i) => {
