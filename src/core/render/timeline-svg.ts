@@ -134,7 +134,10 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
   for (let s = 0; s < S; s++) {
     const y = top + s * (rowHeight + rowGap);
     out.push(`<g class="row" data-stage="${s}">`);
-    out.push(`<text class="stage-label" x="${left - 8}" y="${px(y + rowHeight / 2 + 3.5)}" font-size="${Math.min(11, rowHeight)}" text-anchor="end" fill="#3e4c59">stage ${s}</text>`);
+    // Thin rows: label every fourth stage (and the last), at a readable size.
+    if (rowHeight >= 10 || s % 4 === 0 || s === S - 1) {
+      out.push(`<text class="stage-label" x="${left - 8}" y="${px(y + rowHeight / 2 + 3.5)}" font-size="${Math.max(9, Math.min(11, rowHeight))}" text-anchor="end" fill="#3e4c59">stage ${s}</text>`);
+    }
     out.push(`<rect class="idle" x="${left}" y="${px(y)}" width="${px(run.iterationMs * scale)}" height="${rowHeight}" fill="url(#idle)"/>`);
     const showLabels = rowHeight >= 11;
     const fontSize = Math.min(10, rowHeight - 5);
