@@ -56,6 +56,7 @@ export function renderJobPage(view: JobPageView): string {
   out.push(`<section id="link-delays"><h2>Pipeline link delays, last ${view.heat.iterations.length} iterations</h2>`);
   if (view.heat.rows.length === 0 || view.heat.iterations.length === 0) out.push('<p class="muted">No link samples yet.</p>');
   else out.push(renderHeatStripSvg(view.heat));
+  if (view.heat.droppedSamples) out.push(`<p class="muted">${view.heat.droppedSamples} link samples not kept (older than the last ${view.heat.iterations.length} iterations, or naming a link outside the job).</p>`);
   if (view.heat.hiddenRows > 0) out.push(`<p class="muted">${view.heat.hiddenRows} more links not shown (the page shows stragglers and the slowest links first).</p>`);
   out.push('</section>');
 

@@ -35,6 +35,8 @@ export interface HeatStrip {
   rows: HeatRow[];
   /** Rows left out because the job has more links than the page shows. */
   hiddenRows: number;
+  /** Link samples the daemon did not keep (older than the ring, or naming a link outside the job); optional. */
+  droppedSamples?: number;
 }
 
 export interface HeatRow {

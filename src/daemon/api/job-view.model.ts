@@ -102,7 +102,7 @@ export function jobPageView(job: JobRuntime): JobPageView {
     scheduleVersion: inForce,
     handshake: open ? `v${open.schedule.version} prepared for iteration ${open.schedule.effectiveIteration}, ${open.acked.size}/${job.reporting.length} ranks acknowledged` : null,
     stragglers,
-    heat: { iterations: recent.iterations, iterationMs: recent.iterationMs, rows: rows.map(({ label, straggler, baselineMs, values }) => ({ label, straggler, baselineMs, values })), hiddenRows: total - rows.length },
+    heat: { iterations: recent.iterations, iterationMs: recent.iterationMs, rows: rows.map(({ label, straggler, baselineMs, values }) => ({ label, straggler, baselineMs, values })), hiddenRows: total - rows.length, droppedSamples: job.history.dropped },
     versions: job.history.versions.map((v) => ({
       version: v.version,
       fromIteration: v.effectiveIteration,
