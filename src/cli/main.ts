@@ -3,6 +3,7 @@ import { InputError } from '../core/input-error';
 import { parseArgs } from './cli-args';
 import { compareCommand, formatComparisonTable } from './commands/compare.command';
 import { planCommand } from './commands/plan.command';
+import { renderCommand } from './commands/render.command';
 import { simulateCommand } from './commands/simulate.command';
 import { toleranceCommand } from './commands/tolerance.command';
 
@@ -14,14 +15,17 @@ commands:
   simulate  --profile P.json --schedule S.json [--timeline]
   tolerance --profile P.json (--warmup 7,5,3,1 | --schedule S.json)
   compare   --profile P.json [--delay 0=60,6=30] [--budget-ms 50] [--table]
+  render    --profile P.json (--schedule S.json | --policy adaptive) [--compare zb|<policy>]
+            [--delay 6=60] [--title T]   (prints an SVG timeline)
 
-Each command prints one JSON object to stdout. Errors: one line on stderr, exit code 2.`;
+Each command but render prints one JSON object to stdout. Errors: one line on stderr, exit code 2.`;
 
 const COMMANDS: Record<string, (options: Map<string, string | true>) => unknown> = {
   plan: planCommand,
   simulate: simulateCommand,
   tolerance: toleranceCommand,
   compare: compareCommand,
+  render: renderCommand,
 };
 
 function main(argv: readonly string[]): number {
@@ -35,7 +39,7 @@ function main(argv: readonly string[]): number {
     if (!handler) throw new InputError(`unknown command "${command}" (try: ${Object.keys(COMMANDS).join(', ')})`);
     const result = handler(options);
     const table = command === 'compare' && options.has('table');
-    process.stdout.write((table ? formatComparisonTable(result) : JSON.stringify(result)) + '\n');
+    process.stdout.write(typeof result === 'string' ? result : (table ? formatComparisonTable(result) : JSON.stringify(result)) + '\n');
     return 0;
   } catch (error) {
     if (error instanceof InputError) {

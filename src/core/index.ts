@@ -26,3 +26,6 @@ export * from './control/control-config.type';
 export * from './control/control-input.type';
 export * from './control/control-decision.type';
 export * from './control/job-controller';
+export * from './render/escape-xml';
+export * from './render/timeline-panel.type';
+export * from './render/timeline-svg';

@@ -1,6 +1,7 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
 import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
+import { JobViewController } from './api/job-view.controller';
 import { MetricsController } from './api/metrics.controller';
 import { ConfigModule } from './config/config.module';
 import { PipemorphConfig } from './config/pipemorph-config.type';
@@ -30,7 +31,7 @@ export class AppModule implements NestModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(config), RedisModule],
-      controllers: [HealthController, MetricsController, JobsController],
+      controllers: [HealthController, MetricsController, JobsController, JobViewController],
       providers: [MetricsService, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
     };
   }

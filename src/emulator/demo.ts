@@ -23,6 +23,7 @@ import { RankGroup } from './rank-group';
 import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from './scenarios';
 import { runStaticPolicy } from './static-policy';
 import { realAct } from '../real/real-act';
+import { SwitchTimelines } from './switch-timelines';
 
 const SLOW_LINK = 6;
 const DELAY_MS = 60;
@@ -36,6 +37,8 @@ const SPEED = 5;
 const DP_DELAY_MS = 30;
 const DP_START = 8;
 const DP_ITERATIONS = 40;
+/** Where the before/after timeline of each switch is written (DEMO_TIMELINES overrides). */
+const TIMELINES = new SwitchTimelines(process.env.DEMO_TIMELINES ?? 'demo-timelines');
 
 const tty = process.stdout.isTTY;
 const paint = (code: string, text: string) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -96,7 +99,7 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
   const scenario = scenarios().find((s) => s.name.includes('link 6-7'))!;
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
 
-  console.log(paint('1', 'act 1: a slow pipeline link') + ` (try http://127.0.0.1:${port}/jobs/${jobId})`);
+  console.log(paint('1', 'act 1: a slow pipeline link') + ` (try http://127.0.0.1:${port}/jobs/${jobId}/view)`);
   console.log(`emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}\n`);
   await group.register();
   const first = await group.connect();
@@ -110,6 +113,7 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
       const result = await group.step();
       const version = group.history[group.history.length - 1].versions[0];
       const runtime = registry.get(jobId);
+      TIMELINES.capture(runtime);
       const snapshot = runtime?.detector.snapshot();
       const slow = snapshot?.pipelineLinks.filter((l) => l.straggler).map((l) => `link ${l.link}-${l.link + 1} +${l.extraMs.toFixed(0)} ms`) ?? [];
       const running = group.agreedVersion(i);
@@ -131,6 +135,15 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
   for (const s of group.learned()) {
     console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}; warm-up ${s.pipelines[0].warmup.join(',')}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
   }
+  printTimelines(jobId);
+}
+
+/** The before/after timelines written for a job's switches (open them in a browser). */
+function printTimelines(jobId: string): void {
+  const paths = TIMELINES.written.filter((p) => p.includes(`${jobId}-v`));
+  if (paths.length === 0) return;
+  console.log('\ntimelines (before/after each switch):');
+  for (const path of paths) console.log(`  ${path}`);
 }
 
 async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number, stopped: () => boolean): Promise<void> {
@@ -143,7 +156,7 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
   const staticRuns = runStaticPolicy(dpScenarioJob(dpRackScenario(DP_DELAY_MS, 0), 's'), 'zb-static', 10);
   const staticMs = staticRuns.reduce((a, r) => a + r.iterationMs, 0) / staticRuns.length;
   const layout = () => [0, 1].map((dp) => `[${[0, 1, 2, 3].map((pp) => job.rankOf(dp, pp)).join(' ')}]`).join(' ');
-  console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try http://127.0.0.1:${port}/jobs/${jobId})`);
+  console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try http://127.0.0.1:${port}/jobs/${jobId}/view)`);
   console.log(`emulated job: 2 replicas x 4 stages, replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B: every stage's ring all-reduce`);
   console.log(`(3.5 GB of gradients per stage) crosses the rack uplink, +${DP_DELAY_MS} ms on it from iteration ${DP_START}; healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
   await group.register();
@@ -154,6 +167,7 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
       const started = Date.now();
       const result = await group.step();
       const runtime = registry.get(jobId);
+      TIMELINES.capture(runtime);
       const snapshot = runtime?.detector.snapshot();
       const dpSlow = snapshot?.dataParallelLinks.filter((l) => l.straggler).length ?? 0;
       const ppSlow = snapshot?.pipelineLinks.filter((l) => l.straggler).map((l) => `dp ${l.dp} link ${l.link}-${l.link + 1}`) ?? [];
@@ -187,6 +201,7 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
     const t = s.topology && s.reason.kind === 'remap' ? `; layout v${s.topology.version}, ranks ${s.topology.moved.join(',')} change stage` : '';
     console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}${t}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
   }
+  printTimelines(jobId);
 }
 
 function summary(rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }>, healthyMs: number, profile: ReturnType<typeof megatron8>, mixed: number[]): void {

@@ -337,6 +337,7 @@ export class IngestService {
     }
     job.counters.reports++;
     job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+    job.recordHistory(report);
     this.metrics.ingestMessages.inc({ type: 'report', result: 'accepted' });
     return result.changed || (!job.committed && job.needsEvaluation);
   }

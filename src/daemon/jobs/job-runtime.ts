@@ -4,7 +4,8 @@ import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { DetectionSnapshot, JobDetector, JobTopology, RankPosition } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
 import { AllReduceModel } from '../../core/topology/topology.type';
-import { PublishedSchedule, Registration, TopologyAssignment } from '../../protocol/protocol-v1.type';
+import { PublishedSchedule, RankReport, Registration, TopologyAssignment } from '../../protocol/protocol-v1.type';
+import { JobHistory } from './job-history';
 
 /** Defaults of the all-reduce model where the registration leaves them out. */
 const DEFAULT_CHUNK_BYTES = 4 << 20;
@@ -68,10 +69,13 @@ export class JobRuntime {
   knownVersion = 0;
   /** Highest fencing epoch a rank has reported (reports' and acks' `epoch`). */
   knownEpoch = 0;
+  /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
+  readonly history: JobHistory;
 
   /** `registrationId`: the registrations-stream entry this runtime was built from. */
   constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '') {
     this.jobId = spec.jobId;
+    this.history = new JobHistory(spec.stages, spec.dp);
     this.place(spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
   }
 
@@ -102,6 +106,7 @@ export class JobRuntime {
   /** A committed schedule: its topology becomes pending until the ranks run it (or at once on adoption, `immediately`). */
   noteCommitted(schedule: PublishedSchedule, immediately = false): void {
     this.committed = schedule;
+    this.history.noteCommitted(schedule);
     const t = schedule.topology;
     if (!t || t.version === (this.pendingTopology ?? this.topology)?.version) return;
     if (immediately) this.applyTopology(t);
@@ -177,6 +182,22 @@ export class JobRuntime {
       this.maxIteration = iteration;
       if (live) this.lastIterationAt = now;
     }
+  }
+
+  /**
+   * Keeps an accepted report's pipeline link times and the iteration time (the rank's own, else
+   * the pace estimate) for the job page; call after noteIteration.
+   */
+  recordHistory(report: RankReport): void {
+    const me = this.positionOf.get(report.rank);
+    if (!me) return;
+    for (const l of report.links) {
+      if (l.kind !== 'pipeline') continue;
+      const peer = this.positionOf.get(l.peer);
+      if (!peer || peer.dp !== me.dp || Math.abs(peer.pp - me.pp) !== 1) continue;
+      this.history.noteLinkDelay(report.iteration, me.dp, Math.min(me.pp, peer.pp), l.medianMs);
+    }
+    this.history.noteIteration(report.iteration, report.scheduleVersion, report.iterationMs ?? this.iterationMs);
   }
 
   /** Per stage: activations that fit on the device, and on device plus host once delegation offloads them. */
