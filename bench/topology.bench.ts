@@ -16,6 +16,10 @@ import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { megatron8, uniform4 } from '../src/emulator/scenarios';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const SEEDS = [1, 2, 3, 4, 5];
 
 interface Case {
   dpSize: number;
@@ -103,34 +107,49 @@ function run(c: Case) {
   };
 }
 
+function median(xs: number[]): number {
+  const sorted = xs.slice().sort((a, b) => a - b);
+  return sorted[sorted.length >> 1];
+}
+
 function main(): void {
   const rows = [];
+  const cases = SEEDS.map((seed) => ({ seed, c: largeCase(seed) }));
   run(largeCase(1000)); // warm the JIT
-  for (let seed = 1; seed <= 5; seed++) {
-    const r = run(largeCase(seed));
-    rows.push(r);
-    console.log(`1024 nodes, seed ${seed}: planned in ${r.planningMs.toFixed(1)} ms (search ${r.searchMs.toFixed(1)} ms, ${r.method}, ${r.evaluations} placements), ` +
+  for (const { seed, c } of cases) {
+    const r = run(c);
+    rows.push({ seed, ...r });
+    console.log(`${c.dpSize * c.profile.stages} nodes, seed ${seed}: planned in ${r.planningMs.toFixed(1)} ms (search ${r.searchMs.toFixed(1)} ms, ${r.method}, ${r.evaluations} placements), ` +
       `${r.movedNodes} nodes moved, predicted ${r.beforeMs.toFixed(0)} -> ${r.afterMs.toFixed(0)} ms`);
   }
-  const racks = run({ dpSize: 2, profile: uniform4(), slow: [0, 1, 2, 3].map((pp) => ({ from: pp, to: 4 + pp, extraMs: 30 })), localities: (r) => (r < 4 ? 'rack-a' : 'rack-b') });
+  const rackCase: Case = { dpSize: 2, profile: uniform4(), slow: [0, 1, 2, 3].map((pp) => ({ from: pp, to: 4 + pp, extraMs: 30 })), localities: (r) => (r < 4 ? 'rack-a' : 'rack-b') };
+  const racks = run(rackCase);
   console.log(`(2 DP, 4 PP), every ring across a 30 ms rack boundary: planned in ${racks.planningMs.toFixed(1)} ms (${racks.method}), ${racks.movedNodes} nodes moved, ` +
     `predicted ${racks.beforeMs.toFixed(0)} -> ${racks.afterMs.toFixed(0)} ms, ${racks.residualPipelineLinks} residual slow pipeline links`);
-  const planning = rows.map((r) => r.planningMs).sort((a, b) => a - b);
-  console.log(JSON.stringify({
-    nodes: 1024,
-    dpSize: 128,
-    stages: 8,
-    microbatches: 32,
-    slowLinks: 10,
+  // Every figure below comes from the runs above: sizes from the cases, the rest from each seed's result.
+  const first = cases[0].c;
+  const planning = rows.map((r) => r.planningMs);
+  const json = JSON.stringify({
+    bench: 'topology',
+    nodes: first.dpSize * first.profile.stages,
+    dpSize: first.dpSize,
+    stages: first.profile.stages,
+    microbatches: first.profile.microbatches,
+    slowLinks: first.slow.length,
+    seeds: SEEDS,
     runs: rows.length,
-    planningMsMedian: +planning[planning.length >> 1].toFixed(2),
-    planningMsMax: +planning[planning.length - 1].toFixed(2),
-    predictedIterationMsBefore: +rows[0].beforeMs.toFixed(1),
-    predictedIterationMsAfter: +rows[0].afterMs.toFixed(1),
-    movedNodes: rows[0].movedNodes,
-    method: rows[0].method,
-    rackBoundary: { nodes: 8, planningMs: +racks.planningMs.toFixed(2), movedNodes: racks.movedNodes, predictedIterationMsBefore: +racks.beforeMs.toFixed(1), predictedIterationMsAfter: +racks.afterMs.toFixed(1) },
-  }));
+    planningMsMedian: +median(planning).toFixed(2),
+    planningMsMax: +Math.max(...planning).toFixed(2),
+    predictedIterationMsBeforeMedian: +median(rows.map((r) => r.beforeMs)).toFixed(1),
+    predictedIterationMsAfterMedian: +median(rows.map((r) => r.afterMs)).toFixed(1),
+    movedNodesMax: Math.max(...rows.map((r) => r.movedNodes)),
+    perSeed: rows.map((r) => ({ seed: r.seed, planningMs: +r.planningMs.toFixed(2), method: r.method, evaluations: r.evaluations, movedNodes: r.movedNodes, predictedIterationMsBefore: +r.beforeMs.toFixed(1), predictedIterationMsAfter: +r.afterMs.toFixed(1) })),
+    rackBoundary: { nodes: rackCase.dpSize * rackCase.profile.stages, planningMs: +racks.planningMs.toFixed(2), method: racks.method, movedNodes: racks.movedNodes, predictedIterationMsBefore: +racks.beforeMs.toFixed(1), predictedIterationMsAfter: +racks.afterMs.toFixed(1) },
+  });
+  const results = join(__dirname, '..', '..', 'bench', 'results');
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'topology.json'), `${json}\n`);
+  console.log(json);
 }
 
 main();

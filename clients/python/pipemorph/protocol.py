@@ -145,6 +145,8 @@ class PipemorphRank:
             "iteration": iteration, "scheduleVersion": schedule_version,
             "computeMs": {"f": f_ms, "b": b_ms, "w": w_ms}, "links": list(links),
         }
+        if self.epoch > 0:
+            message["epoch"] = self.epoch  # lets the daemon keep epochs monotonic if Redis loses them (sec. 5.6)
         extra = (("memory", memory), ("delegation", delegation), ("iterationMs", iteration_ms))
         message.update({k: v for k, v in extra if v is not None})
         message["sentAt"] = round(time.time() * 1000, 3)

@@ -192,6 +192,21 @@ describe('searchPlacement', () => {
     );
   });
 
+  it('with an evaluation cap and a clock that never runs out, gives the same placement on every run', () => {
+    const p = problem(4, 4, [{ a: 1, b: 6, extraMs: 30 }, { a: 9, b: 14, extraMs: 20 }]);
+    const frozen = () => 0;
+    const a = searchPlacement(p, { exactLimit: 0, maxEvaluations: 25, now: frozen });
+    const b = searchPlacement(p, { exactLimit: 0, maxEvaluations: 25, now: frozen });
+    expect(a.evaluations).toBeLessThanOrEqual(25 + 16); // the cap is checked between candidate moves
+    expect(Array.from(b.placement.nodeAt)).toEqual(Array.from(a.placement.nodeAt));
+    expect(b.cost.objectiveMs).toBe(a.cost.objectiveMs);
+    // The injected clock is the only time source: a clock past the budget stops the search at once.
+    let t = 0;
+    const late = searchPlacement(p, { exactLimit: 0, timeBudgetMs: 10, now: () => (t += 100) });
+    expect(late.evaluations).toBeLessThan(a.evaluations);
+    expect(late.elapsedMs).toBeGreaterThan(0);
+  });
+
   it('handles a large job with several slow links within the time budget', () => {
     const dpSize = 128;
     const stages = 8;

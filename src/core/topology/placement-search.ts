@@ -5,8 +5,12 @@ import { Placement } from './topology.type';
 export interface RemapSearchOptions {
   /** Problems with at most this many candidate placements of the slow links' endpoints are solved exactly. */
   exactLimit?: number;
-  /** Time budget of the local search, ms. */
+  /** Time budget of the local search, ms: a safety cap only; maxEvaluations makes results machine-independent. */
   timeBudgetMs?: number;
+  /** Cap on placements the local search evaluates: with it the same problem gives the same placement on every machine. */
+  maxEvaluations?: number;
+  /** Injected clock, ms (default performance.now). */
+  now?: () => number;
 }
 
 export interface RemapResult {
@@ -24,7 +28,7 @@ export interface RemapResult {
   elapsedMs: number;
 }
 
-export const DEFAULT_REMAP_SEARCH: Required<RemapSearchOptions> = { exactLimit: 50000, timeBudgetMs: 500 };
+export const DEFAULT_REMAP_SEARCH: Required<Omit<RemapSearchOptions, 'now'>> = { exactLimit: 50000, timeBudgetMs: 500, maxEvaluations: 200000 };
 
 const EPS = 1e-9;
 
@@ -75,14 +79,15 @@ export function checkPlacement(placement: Placement): void {
  * to, from the current placement with the best rings.
  */
 export function searchPlacement(problem: RemapProblem, options: RemapSearchOptions = {}): RemapResult {
-  const started = performance.now();
-  const { exactLimit, timeBudgetMs } = { ...DEFAULT_REMAP_SEARCH, ...options };
+  const now = options.now ?? (() => performance.now());
+  const started = now();
+  const { exactLimit, timeBudgetMs, maxEvaluations } = { ...DEFAULT_REMAP_SEARCH, ...options };
   checkPlacement(problem.current);
   const evaluator = new PlacementEvaluator(problem);
   const current = problem.current;
   const stay = evaluator.evaluate(current.nodeAt, inverse(current.nodeAt), 0, false).cost;
   const exact = candidateCount(evaluator.nodes, evaluator.endpoints.length) <= exactLimit;
-  const found = exact ? exactSearch(evaluator) : localSearch(evaluator, started + timeBudgetMs);
+  const found = exact ? exactSearch(evaluator) : localSearch(evaluator, () => now() > started + timeBudgetMs || evaluator.evaluations >= maxEvaluations);
   let { nodeAt, evaluation } = found;
   if (!better(evaluation.cost, stay)) {
     nodeAt = current.nodeAt;
@@ -103,7 +108,7 @@ export function searchPlacement(problem: RemapProblem, options: RemapSearchOptio
     changed,
     method: exact ? 'exact' : 'local-search',
     evaluations: evaluator.evaluations,
-    elapsedMs: performance.now() - started,
+    elapsedMs: now() - started,
   };
 }
 
@@ -165,7 +170,7 @@ function exactSearch(evaluator: PlacementEvaluator): Found {
 }
 
 /** Steepest descent over endpoint swaps, from the current placement with the best rings. */
-function localSearch(evaluator: PlacementEvaluator, deadline: number): Found {
+function localSearch(evaluator: PlacementEvaluator, exhausted: () => boolean): Found {
   const { stages: S, dpSize: D, endpoints, currentStage } = evaluator;
   const nodeAt = evaluator.problem.current.nodeAt.slice();
   const slotOf = inverse(nodeAt);
@@ -200,7 +205,7 @@ function localSearch(evaluator: PlacementEvaluator, deadline: number): Found {
     let bestEval = evaluation;
     for (const x of endpoints) {
       for (const y of candidates(x)) {
-        if (performance.now() > deadline) break;
+        if (exhausted()) break;
         swap(x, y);
         const e = evaluator.evaluate(nodeAt, slotOf, moved);
         if (better(e.cost, bestEval.cost)) {
@@ -213,7 +218,7 @@ function localSearch(evaluator: PlacementEvaluator, deadline: number): Found {
     if (!bestMove) break;
     swap(bestMove[0], bestMove[1]);
     evaluation = bestEval;
-    if (performance.now() > deadline) break;
+    if (exhausted()) break;
   }
   return { nodeAt, evaluation };
 }

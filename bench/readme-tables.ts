@@ -1,0 +1,68 @@
+/**
+ * README tables rendered from the committed bench results (bench/results/*.json), so the numbers
+ * in prose cannot drift from what a command measured. A table lives between
+ * `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`; `npm run readme:tables` rewrites every such
+ * block from its JSON, and test/readme-bench.test.ts fails when the README differs.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const fmt = (x: number | null | undefined, digits = 0): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));
+
+function realTable(r: Json): string {
+  const lines = [
+    '| scenario | healthy | zb-static | delegation-only | pipemorph | pipemorph slowdown, measured (model) | predicted at the last switch | measured after it |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of r.scenarios as Json[]) {
+    const p = s.policies;
+    const x = (ms: number) => `${fmt(ms)} (${fmt(ms / s.healthyMs, 2)}x)`;
+    const error = s.predictedMs ? ` (${fmt(((s.predictedMs - p.pipemorph.medianIterationMs) / p.pipemorph.medianIterationMs) * 100, 1)}%)` : '';
+    lines.push(`| ${s.name} | ${fmt(s.healthyMs)} | ${x(p['zb-static'].medianIterationMs)} | ${x(p['delegation-only'].medianIterationMs)} | ${x(p.pipemorph.medianIterationMs)} | ${fmt(s.slowdown, 2)}x (${fmt(s.modelSlowdown, 2)}x) | ${fmt(s.predictedMs)}${error} | ${fmt(p.pipemorph.medianIterationMs)} |`);
+  }
+  return lines.join('\n');
+}
+
+function topologyTable(r: Json): string {
+  const before = (r.perSeed as Json[]).map((x) => x.predictedIterationMsBefore as number);
+  const rb = r.rackBoundary;
+  return [
+    '| case | planning time | predicted iteration (ms) | nodes moved |',
+    '|---|---|---|---|',
+    `| ${r.nodes} nodes (DP ${r.dpSize} x PP ${r.stages}, Megatron 8-stage profile, ${r.microbatches} microbatches), ${r.slowLinks} slow DP links of 10-60 ms, seeds ${(r.seeds as number[]).join(',')} | median ${fmt(r.planningMsMedian)} ms, max ${fmt(r.planningMsMax)} ms (target < 1 s) | median ${fmt(r.predictedIterationMsBeforeMedian)} -> ${fmt(r.predictedIterationMsAfterMedian)} (before: ${fmt(Math.min(...before))}-${fmt(Math.max(...before))} over the seeds) | at most ${r.movedNodesMax} (ring re-ordering routes around every slow pair) |`,
+    `| (${rb.nodes / 4} DP, 4 PP), every ring across a 30 ms rack boundary (${rb.method} search) | ${fmt(rb.planningMs)} ms | ${fmt(rb.predictedIterationMsBefore)} -> ${fmt(rb.predictedIterationMsAfter)} | ${rb.movedNodes} (the boundary now lies on a pipeline edge) |`,
+  ].join('\n');
+}
+
+/** Table renderers by results file name (bench/results/NAME.json). */
+export const RENDERERS: Record<string, (results: Json) => string> = { real: realTable, topology: topologyTable };
+
+const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
+
+/** The README with every bench block rendered from `resultsDir`. */
+export function renderReadme(readme: string, resultsDir: string): string {
+  let out = readme;
+  for (const [name, render] of Object.entries(RENDERERS)) {
+    const file = join(resultsDir, `${name}.json`);
+    if (!existsSync(file) || !block(name).test(out)) continue;
+    const table = render(JSON.parse(readFileSync(file, 'utf8')) as Json);
+    out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);
+  }
+  return out;
+}
+
+/** Names of the bench blocks the README has. */
+export function readmeBlocks(readme: string): string[] {
+  return Object.keys(RENDERERS).filter((name) => block(name).test(readme));
+}
+
+if (require.main === module) {
+  const root = join(__dirname, '..', ...(__dirname.includes(join('dist', 'bench')) ? ['..'] : []));
+  const path = join(root, 'README.md');
+  const before = readFileSync(path, 'utf8');
+  const after = renderReadme(before, join(root, 'bench', 'results'));
+  writeFileSync(path, after);
+  console.log(before === after ? 'README tables already match bench/results' : `README tables rewritten from bench/results (${readmeBlocks(after).join(', ')})`);
+}
