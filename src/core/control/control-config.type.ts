@@ -8,9 +8,24 @@ export interface ControlConfig {
   searchBudgetMs: number;
   /** Upper bound on CPU delegate queues per direction and rank. */
   maxDelegateQueues: number;
+  /** How ranks send, for predictions and plans (absent: DEFAULT_TRANSPORT_CONFIG). */
+  transport?: TransportConfig;
   /** Re-mapping ranks away from slow data-parallel links (absent: never). */
   remap?: RemapConfig;
 }
+
+/**
+ * The rank transport the daemon predicts with (docs/protocol.md sec. 3.2): GPU-direct sends in
+ * flight per link direction before compute blocks behind them, and the compute slowdown of a rank
+ * running CPU delegates (device-host copies).
+ */
+export interface TransportConfig {
+  gpuSendsInFlight: number;
+  /** Fraction of each op's time added on a delegating rank (0.02 = 2%). */
+  delegateCopyOverhead: number;
+}
+
+export const DEFAULT_TRANSPORT_CONFIG: TransportConfig = { gpuSendsInFlight: 1, delegateCopyOverhead: 0.02 };
 
 export interface RemapConfig {
   enabled: boolean;

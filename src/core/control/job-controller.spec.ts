@@ -1,7 +1,9 @@
 import { warmupOf } from '../pipeline/schedule';
+import { simulateSchedule } from '../engine/simulator';
 import { DEFAULT_CONTROL_CONFIG } from './control-config.type';
 import { JobControlInput, PipelineLinkView } from './control-input.type';
-import { decideControl, initialPipelines } from './job-controller';
+import { decideControl, initialPipelines, modelOf, predictMs, replicaDelays } from './job-controller';
+import { linkTransportOf } from './link-transport';
 
 /** S=4, N=16, every op 10 ms, 2 replicas; device fits 6 activations, host 16. */
 function input(overrides: Partial<JobControlInput> = {}): JobControlInput {
@@ -124,5 +126,57 @@ describe('decideControl', () => {
     const adaptive = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG).decision!;
     const search = decideControl({ ...base, current: running(base) }, { ...DEFAULT_CONTROL_CONFIG, planner: 'search', searchBudgetMs: 20 }).decision!;
     expect(search.predictedNewMs).toBeLessThanOrEqual(adaptive.predictedNewMs + 1e-9);
+  });
+
+  describe('priced with the ranks\' transport', () => {
+    const noQueueing = { ...DEFAULT_CONTROL_CONFIG, transport: { gpuSendsInFlight: 1 << 20, delegateCopyOverhead: 0 } };
+
+    it('predicts the head-of-line blocking of a slow GPU-direct link, which a model without queueing misses', () => {
+      const base = input({ dpSize: 1, links: [link(0, 2, 60)] });
+      const current = running(base);
+      const aware = decideControl({ ...base, current }, DEFAULT_CONTROL_CONFIG);
+      const naive = decideControl({ ...base, current }, noQueueing);
+      // 61 ms sends behind 10 ms ops: with one send in flight, stage 2 waits for each send before the next.
+      expect(aware.predictedCurrentMs!).toBeGreaterThan(naive.predictedCurrentMs! + 20);
+      const { now } = replicaDelays(base);
+      const transport = linkTransportOf(base, 0, [], DEFAULT_CONTROL_CONFIG.transport ?? { gpuSendsInFlight: 1, delegateCopyOverhead: 0.02 });
+      expect(aware.predictedCurrentMs).toBe(simulateSchedule(modelOf(base, now[0], transport), current.pipelines[0].schedule).iterationMs);
+      expect(naive.predictedCurrentMs).toBe(simulateSchedule(modelOf(base, now[0]), current.pipelines[0].schedule).iterationMs);
+    });
+
+    it('prices delegation: queues per link from both ends, copy overhead on delegating ranks only', () => {
+      const base = input({ dpSize: 1, links: [link(0, 0, 0, false), link(0, 1, 0, false), link(0, 2, 60)] });
+      const t = linkTransportOf(base, 0, [{ rank: 2, sendQueues: 5, recvQueues: 5 }, { rank: 3, sendQueues: 3, recvQueues: 3 }], { gpuSendsInFlight: 2, delegateCopyOverhead: 0.1 });
+      expect([...t.delegateQueues]).toEqual([0, 0, 3]);
+      expect([...t.gpuSlots]).toEqual([2, 2, 2]);
+      expect([...t.copyOverhead]).toEqual([0, 0, 0.1, 0.1]);
+      // One end delegating is not a delegated link.
+      expect([...linkTransportOf(base, 0, [{ rank: 2, sendQueues: 5, recvQueues: 5 }], { gpuSendsInFlight: 1, delegateCopyOverhead: 0 }).delegateQueues]).toEqual([0, 0, 0]);
+      const { now } = replicaDelays(base);
+      const plans = running(base).pipelines;
+      const delegated = predictMs(base, plans, now, [{ rank: 2, sendQueues: 5, recvQueues: 5 }, { rank: 3, sendQueues: 5, recvQueues: 5 }]);
+      expect(delegated).toBeLessThan(predictMs(base, plans, now, []));
+    });
+
+    it('publishes the prediction of what it chose, delegation included', () => {
+      const base = input({ dpSize: 1, links: [link(0, 2, 40)] });
+      const { decision } = decideControl({ ...base, current: running(base) }, DEFAULT_CONTROL_CONFIG);
+      const { now } = replicaDelays(base);
+      expect(decision!.predictedNewMs).toBe(predictMs(base, decision!.pipelines, now, decision!.delegation));
+      expect(decision!.predictedNewMs).toBeLessThan(predictMs(base, decision!.pipelines, now, []));
+    });
+
+    it('chooses slackness and delegation together: GPU-direct sends for a mild straggler when device-host copies cost more', () => {
+      const base = input({ dpSize: 1, links: [link(0, 2, 6)] });
+      const costlyCopies = { ...DEFAULT_CONTROL_CONFIG, transport: { gpuSendsInFlight: 1, delegateCopyOverhead: 0.3 } };
+      const mild = decideControl({ ...base, current: running(base) }, costlyCopies);
+      expect(mild.decision?.delegation ?? []).toEqual([]);
+      // The same copies, but a delay only delegation can hide: delegation on.
+      const slow = input({ dpSize: 1, links: [link(0, 2, 200)] });
+      expect(decideControl({ ...slow, current: running(slow) }, costlyCopies).decision!.delegation.map((d) => d.rank)).toEqual([2, 3]);
+      // A NIC failure always gets delegates, whatever the copies cost.
+      const nic = input({ dpSize: 1, links: [link(0, 2, 6, true, true)] });
+      expect(decideControl({ ...nic, current: running(nic) }, costlyCopies).decision!.delegation.map((d) => d.rank)).toEqual([2, 3]);
+    });
   });
 });

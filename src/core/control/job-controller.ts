@@ -4,12 +4,14 @@ import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { Schedule } from '../pipeline/schedule.type';
 import { initialWarmup } from '../planner/initial-planner';
 import { planPipeline } from '../planner/plan';
-import { ControlConfig } from './control-config.type';
+import { ControlConfig, DEFAULT_TRANSPORT_CONFIG, TransportConfig } from './control-config.type';
 import { ControlDecision, ControlOutcome, DecisionKind } from './control-decision.type';
 import { decideRemap } from './remap-decision';
 import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from './control-input.type';
+import { linkTransportOf, transportKey } from './link-transport';
 
-export function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel {
+/** The planning model of one replica; with `transport`, sends queue as the ranks' transport makes them (link-transport.ts). */
+export function modelOf(input: JobControlInput, linkMs: number[], transport?: PipelineModel['transport']): PipelineModel {
   const { stages: S } = input;
   const durations = new Float64Array(S * 3);
   for (let i = 0; i < S; i++) {
@@ -25,6 +27,7 @@ export function modelOf(input: JobControlInput, linkMs: number[]): PipelineModel
     transferMs: new Float64Array(Math.max(0, S - 1)),
     memDelta: null,
     memLimit: null,
+    ...(transport ? { transport } : {}),
   };
 }
 
@@ -93,17 +96,23 @@ function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: num
   return true;
 }
 
-/** Iteration time of a job running `pipelines` under per-replica delays: the slowest replica (they meet in the DP all-reduce). */
-export function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][]): number {
+/**
+ * Iteration time of a job running `pipelines` with `delegation` under per-replica delays: the
+ * slowest replica (they meet in the DP all-reduce). Sends are priced with the ranks' transport:
+ * GPU-direct sends block compute when `gpuSendsInFlight` are in flight, delegated links queue on
+ * their CPU queues, delegating ranks pay the copy overhead.
+ */
+export function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][], delegation: readonly DelegationPlan[] = [], transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG): number {
   const cache = new Map<string, number>();
   let worst = 0;
   for (const group of pipelines) {
     for (const dp of group.dpReplicas) {
       if (dp >= input.dpSize) continue;
-      const key = pipelines.indexOf(group) + '|' + delays[dp].join(',');
+      const links = linkTransportOf(input, dp, delegation, transport);
+      const key = pipelines.indexOf(group) + '|' + delays[dp].join(',') + '|' + transportKey(links);
       let ms = cache.get(key);
       if (ms === undefined) {
-        ms = simulateSchedule(modelOf(input, delays[dp]), group.schedule).iterationMs;
+        ms = simulateSchedule(modelOf(input, delays[dp], links), group.schedule).iterationMs;
         cache.set(key, ms);
       }
       worst = Math.max(worst, ms);
@@ -126,7 +135,14 @@ export function initialPipelines(input: JobControlInput): PipelineGroupPlan[] {
 }
 
 /** Replicas with the same straggling links share one plan, made for the worst delays among them; the others keep the initial plan. */
-export function plannedPipelines(input: JobControlInput, stragglers: PipelineLinkView[], now: number[][], initial: PipelineGroupPlan[], config: ControlConfig): PipelineGroupPlan[] {
+export function plannedPipelines(
+  input: JobControlInput,
+  stragglers: PipelineLinkView[],
+  now: number[][],
+  initial: PipelineGroupPlan[],
+  config: ControlConfig,
+  delegation?: readonly DelegationPlan[],
+): PipelineGroupPlan[] {
   const groups = new Map<string, number[]>();
   for (let dp = 0; dp < input.dpSize; dp++) {
     const key = stragglers.filter((l) => l.dp === dp).map((l) => l.link).sort((a, b) => a - b).join(',');
@@ -138,7 +154,9 @@ export function plannedPipelines(input: JobControlInput, stragglers: PipelineLin
       planned.push({ ...initial[0], dpReplicas: replicas });
       continue;
     }
-    const model = modelOf(input, maxDelays(now, replicas));
+    // Replicas of a group straggle on the same links, so one replica's transport stands for all.
+    const transport = delegation ? linkTransportOf(input, replicas[0], delegation, config.transport ?? DEFAULT_TRANSPORT_CONFIG) : undefined;
+    const model = modelOf(input, maxDelays(now, replicas), transport);
     const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
     planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
   }
@@ -147,16 +165,21 @@ export function plannedPipelines(input: JobControlInput, stragglers: PipelineLin
 
 /**
  * The control decision for one job (pure): what should run now, and whether that is worth
- * publishing. With stragglers: CPU delegation on both ends of each straggling pipeline link,
- * queues sized to keep up with production, and replicas grouped by their straggling links
- * re-planned (Alg. 2 or search, memory relaxed to the host) when the simulator predicts a
- * gain of at least `minGain`. Without stragglers: back to the initial plan, delegation off.
+ * publishing. Every prediction prices sends with the ranks' transport (`config.transport`), so
+ * slackness and delegation are chosen together. With stragglers: CPU delegation on both ends of
+ * each straggling pipeline link, queues sized to keep up with production, and replicas grouped by
+ * their straggling links re-planned (Alg. 2 or search, memory relaxed to the host) when the
+ * simulator predicts a gain of at least `minGain` over keeping the schedule with delegation. A
+ * job without delegates yet stays on GPU-direct sends when a plan without delegation is predicted
+ * faster by `minGain` (a mild straggler whose copy overhead would cost more than its blocking).
+ * Without stragglers: back to the initial plan, delegation off.
  * `decision` is null when what runs now is already right; the predictions are always given.
  */
 export function decideControl(input: JobControlInput, config: ControlConfig): ControlOutcome {
+  const transport = config.transport ?? DEFAULT_TRANSPORT_CONFIG;
   const { now } = replicaDelays(input);
   const initial = initialPipelines(input);
-  const predictedStaticMs = predictMs(input, initial, now);
+  const predictedStaticMs = predictMs(input, initial, now, [], transport);
   const stragglers = input.links.filter((l) => l.straggler && l.dp < input.dpSize && l.link < input.stages - 1);
   const reasonLinks = stragglers.map(({ dp, link, upRank, downRank, extraMs, nicFailure }) => ({ dp, link, upRank, downRank, extraMs, nicFailure }));
 
@@ -168,7 +191,7 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     return { decision, predictedCurrentMs: null, predictedStaticMs };
   }
   const current = input.current;
-  const predictedPreviousMs = predictMs(input, current.pipelines, now);
+  const predictedPreviousMs = predictMs(input, current.pipelines, now, current.delegation, transport);
   const outcome = (decision: ControlDecision | null): ControlOutcome => ({ decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs });
   // A slow data-parallel link costs far more than a slow pipeline link: re-mapping comes first.
   const remap = decideRemap(input, config, initial);
@@ -183,26 +206,41 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     });
   }
 
-  const planned = plannedPipelines(input, stragglers, now, initial, config);
-  const predictedPlannedMs = predictMs(input, planned, now);
-  const worthIt = predictedPlannedMs < predictedPreviousMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
+  const kind: DecisionKind = stragglers.some((l) => l.nicFailure) ? 'nic-failure' : 'straggler';
+  const describe = reasonLinks.map((l) => `dp ${l.dp} link ${l.link} +${l.extraMs.toFixed(1)} ms${l.nicFailure ? ' (NIC failure)' : ''}`).join(', ');
   const needed = delegationFor(input, stragglers, config.maxDelegateQueues);
-  if (!worthIt && delegationCovers(current.delegation, needed)) return outcome(null);
   // Keep delegates that are still running where they are still needed, with the larger queue count.
   const delegation = needed.map((d) => {
     const have = current.delegation.find((c) => c.rank === d.rank);
     return have ? { rank: d.rank, sendQueues: Math.max(d.sendQueues, have.sendQueues), recvQueues: Math.max(d.recvQueues, have.recvQueues) } : d;
   });
+  const keptMs = predictMs(input, current.pipelines, now, delegation, transport);
+  const planned = plannedPipelines(input, stragglers, now, initial, config, delegation);
+  const plannedMs = predictMs(input, planned, now, delegation, transport);
+  const worthIt = plannedMs < keptMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
+  const delegatedMs = worthIt ? plannedMs : keptMs;
 
-  const kind: DecisionKind = stragglers.some((l) => l.nicFailure) ? 'nic-failure' : 'straggler';
-  const describe = reasonLinks.map((l) => `dp ${l.dp} link ${l.link} +${l.extraMs.toFixed(1)} ms${l.nicFailure ? ' (NIC failure)' : ''}`).join(', ');
+  // A NIC failure leaves only the delegated path, and delegates already running stay while stragglers last.
+  if (kind === 'straggler' && current.delegation.length === 0) {
+    const direct = plannedPipelines(input, stragglers, now, initial, config, []);
+    const directMs = predictMs(input, direct, now, [], transport);
+    if (directMs < delegatedMs * (1 - config.minGain)) {
+      const replan = !sameWarmups(current.pipelines, direct, input.dpSize) && directMs < predictedPreviousMs * (1 - config.minGain);
+      if (!replan) return outcome(null);
+      return outcome({
+        kind, pipelines: direct, delegation: [], links: reasonLinks, predictedPreviousMs, predictedNewMs: directMs, predictedStaticMs, reschedule: true,
+        detail: `${describe}: re-planned (${config.planner}), GPU-direct sends (delegation predicted ${delegatedMs.toFixed(0)} ms)`,
+      });
+    }
+  }
+  if (!worthIt && delegationCovers(current.delegation, needed)) return outcome(null);
   return outcome({
     kind,
     pipelines: worthIt ? planned : current.pipelines,
     delegation,
     links: reasonLinks,
     predictedPreviousMs,
-    predictedNewMs: worthIt ? predictedPlannedMs : predictedPreviousMs,
+    predictedNewMs: delegatedMs,
     predictedStaticMs,
     reschedule: worthIt,
     detail: `${describe}: ${worthIt ? `re-planned (${config.planner})` : 'schedule kept'}, delegation on ${delegation.length} ranks`,

@@ -1,6 +1,8 @@
-import { BadRequestException, Controller, Get, Header, NotFoundException, Param } from '@nestjs/common';
+import { BadRequestException, Controller, Get, Header, Inject, NotFoundException, Param } from '@nestjs/common';
+import { TransportConfig } from '../../core/control/control-config.type';
 import { renderJobPage } from '../../core/render/job-page-html';
 import { JOB_ID_PATTERN } from '../../protocol/redis-keys';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRegistry } from '../jobs/job-registry.service';
 import { JobRuntime } from '../jobs/job-runtime';
 import { jobPageView, jobTimelineSvg } from './job-view.model';
@@ -12,13 +14,22 @@ import { jobPageView, jobTimelineSvg } from './job-view.model';
  */
 @Controller('jobs')
 export class JobViewController {
-  constructor(private readonly registry: JobRegistry) {}
+  constructor(
+    private readonly registry: JobRegistry,
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+  ) {}
+
+  /** The transport the control loop predicts with, so pictures and predictions agree. */
+  private get transport(): TransportConfig {
+    const { gpuSendsInFlight, delegateCopyOverhead } = this.config.control;
+    return { gpuSendsInFlight, delegateCopyOverhead };
+  }
 
   @Get(':id/timeline.svg')
   @Header('Content-Type', 'image/svg+xml; charset=utf-8')
   @Header('Cache-Control', 'no-store')
   timeline(@Param('id') id: string): string {
-    const svg = jobTimelineSvg(this.owned(id));
+    const svg = jobTimelineSvg(this.owned(id), undefined, this.transport);
     if (svg === null) throw new NotFoundException(`job ${id} has no schedule yet`);
     return svg;
   }
@@ -29,7 +40,7 @@ export class JobViewController {
   // Nothing on the page loads from elsewhere or runs: say so to the browser too.
   @Header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'")
   view(@Param('id') id: string): string {
-    return renderJobPage(jobPageView(this.owned(id)));
+    return renderJobPage(jobPageView(this.owned(id), this.transport));
   }
 
   private owned(id: string): JobRuntime {

@@ -1,4 +1,6 @@
+import { DEFAULT_TRANSPORT_CONFIG, TransportConfig } from '../../core/control/control-config.type';
 import { modelOf, replicaDelays } from '../../core/control/job-controller';
+import { linkTransportOf } from '../../core/control/link-transport';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
 import { simulateSchedule } from '../../core/engine/simulator';
 import { parseSchedule } from '../../core/pipeline/schedule';
@@ -20,9 +22,10 @@ function routeOf(job: JobRuntime, dp: number, link: number): string {
 /**
  * The before/after timeline of a job: the schedule in force and the one it replaced, both
  * simulated under the current link estimates (baseline + extra) of the replica with the largest
- * extra delay, on one time scale. Null before the first schedule.
+ * extra delay, on one time scale, each with its own delegation priced by the ranks' transport
+ * (what the daemon predicts with). Null before the first schedule.
  */
-export function jobTimelineSvg(job: JobRuntime, snapshot: DetectionSnapshot = job.detector.snapshot()): string | null {
+export function jobTimelineSvg(job: JobRuntime, snapshot: DetectionSnapshot = job.detector.snapshot(), transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG): string | null {
   const current = job.history.current ?? job.committed;
   if (!current) return null;
   const input = job.controlInput(snapshot);
@@ -42,7 +45,8 @@ export function jobTimelineSvg(job: JobRuntime, snapshot: DetectionSnapshot = jo
     const group = schedule.pipelines.find((p) => p.dpReplicas.includes(dp)) ?? schedule.pipelines[0];
     if (!group) return null;
     const order = parseSchedule(group.stages, input.stages, input.microbatches);
-    return { title: `${label}: v${schedule.version} (${schedule.reason.kind}, warm-up ${group.warmup.join(',')})`, run: simulateSchedule(model, order), slowLinks: slow.map((l) => l.link), linkNotes };
+    const priced = { ...model, transport: linkTransportOf(input, dp, schedule.delegation, transport) };
+    return { title: `${label}: v${schedule.version} (${schedule.reason.kind}, warm-up ${group.warmup.join(',')})`, run: simulateSchedule(priced, order), slowLinks: slow.map((l) => l.link), linkNotes };
   };
   const replaced = job.history.replaced;
   const panels = [replaced ? panelOf('before', replaced) : null, panelOf(replaced ? 'in force' : 'in force (no earlier version known)', current)].filter((p): p is TimelinePanel => p !== null);
@@ -51,7 +55,7 @@ export function jobTimelineSvg(job: JobRuntime, snapshot: DetectionSnapshot = jo
 }
 
 /** Everything the job page shows, from the runtime's detector snapshot and bounded history. */
-export function jobPageView(job: JobRuntime): JobPageView {
+export function jobPageView(job: JobRuntime, transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG): JobPageView {
   const snapshot = job.detector.snapshot();
   const S = job.spec.stages;
   const stragglers: JobPageStraggler[] = [
@@ -113,7 +117,7 @@ export function jobPageView(job: JobRuntime): JobPageView {
       measuredMs: v.measuredCount > 0 ? v.measuredSumMs / v.measuredCount : null,
       inForce: v.version === inForce,
     })),
-    timelineSvg: jobTimelineSvg(job, snapshot),
+    timelineSvg: jobTimelineSvg(job, snapshot, transport),
     links: { timeline: `/jobs/${encodeURIComponent(job.jobId)}/timeline.svg`, json: `/jobs/${encodeURIComponent(job.jobId)}` },
   };
 }

@@ -25,7 +25,17 @@ export interface PipemorphConfig {
   };
   detection: DetectorConfig;
   /** `maxPlanCells`: largest stages x microbatches accepted at registration (planning time grows linearly with it). */
-  control: { planner: 'adaptive' | 'search'; searchBudgetMs: number; minGain: number; maxDelegateQueues: number; minReplanIntervalMs: number; maxPlanCells: number };
+  /** `gpuSendsInFlight`, `delegateCopyOverhead`: the rank transport predictions and plans are made for (docs/protocol.md sec. 3.2). */
+  control: {
+    planner: 'adaptive' | 'search';
+    searchBudgetMs: number;
+    minGain: number;
+    maxDelegateQueues: number;
+    minReplanIntervalMs: number;
+    maxPlanCells: number;
+    gpuSendsInFlight: number;
+    delegateCopyOverhead: number;
+  };
   remap: {
     enabled: boolean;
     minGain: number;

@@ -29,7 +29,8 @@ export class ControlService {
 
   private get controlConfig(): ControlConfig {
     const { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } = this.config.remap;
-    return { ...this.config.control, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
+    const { gpuSendsInFlight, delegateCopyOverhead, ...control } = this.config.control;
+    return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
   }
 
   evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
@@ -92,7 +93,7 @@ export class ControlService {
     const cached = this.healthy.get(job);
     if (cached && now - cached.at < HEALTHY_REFRESH_MS) return cached.ms;
     const healthyInput: JobControlInput = { ...input, current: null, links: input.links.map((l) => ({ ...l, extraMs: 0, straggler: false, nicFailure: false })) };
-    const ms = decideControl(healthyInput, this.config.control).predictedStaticMs;
+    const ms = decideControl(healthyInput, this.controlConfig).predictedStaticMs;
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;
