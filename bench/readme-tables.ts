@@ -36,8 +36,25 @@ function topologyTable(r: Json): string {
   ].join('\n');
 }
 
+function predictionTable(r: Json): string {
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`;
+  const lines = [
+    '| scenario | schedule | measured | transport-aware prediction (error) | without queueing (error) |',
+    '|---|---|---|---|---|',
+  ];
+  for (const s of r.scenarios as Json[]) {
+    for (const p of s.policies as Json[]) {
+      lines.push(`| ${s.name} | ${p.policy} | ${fmt(p.measuredMs)} | ${fmt(p.transportAwareMs)} (${pct(p.transportAwareError)}) | ${fmt(p.noQueueingMs)} (${pct(p.noQueueingError)}) |`);
+    }
+  }
+  const a = r.summary.transportAware;
+  const n = r.summary.noQueueing;
+  lines.push(`| all | mean / worst error | | ${pct(a.meanAbsError)} / ${pct(a.worstAbsError)} | ${pct(n.meanAbsError)} / ${pct(n.worstAbsError)} |`);
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
-export const RENDERERS: Record<string, (results: Json) => string> = { real: realTable, topology: topologyTable };
+export const RENDERERS: Record<string, (results: Json) => string> = { real: realTable, topology: topologyTable, prediction: predictionTable };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
