@@ -12,6 +12,8 @@
  * ZeroBubble after: src/emulator/remap-policy.ts) and pipemorph (the daemon: re-map, then adapt).
  *
  * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others.
+ * The daemon takes PIPEMORPH__section__key overrides from the environment, to compare settings
+ * (e.g. PIPEMORPH__control__planner=search).
  * Last line: one JSON document ({ scenarios, dpScenarios }).
  */
 import { INestApplication } from '@nestjs/common';
@@ -44,7 +46,7 @@ function mean(results: IterationResult[], skip: number): number {
 }
 
 async function startDaemon(): Promise<INestApplication> {
-  const config = loadConfig({ REDIS_URL });
+  const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply, e.g. to compare settings
   config.http.port = 0;
   config.ingest.blockMs = 5;
   config.jobs.discoveryIntervalMs = 20;
