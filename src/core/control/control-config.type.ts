@@ -6,6 +6,8 @@ export interface ControlConfig {
   planner: 'adaptive' | 'search';
   /** Time budget of the search planner, ms. */
   searchBudgetMs: number;
+  /** Cap on schedules the search evaluates: with it the same input gives the same plan on every machine, the time budget only a safety cap. */
+  searchEvaluations?: number;
   /** Upper bound on CPU delegate queues per direction and rank. */
   maxDelegateQueues: number;
   /** How ranks send, for predictions and plans (absent: DEFAULT_TRANSPORT_CONFIG). */

@@ -157,7 +157,7 @@ export function plannedPipelines(
     // Replicas of a group straggle on the same links, so one replica's transport stands for all.
     const transport = delegation ? linkTransportOf(input, replicas[0], delegation, config.transport ?? DEFAULT_TRANSPORT_CONFIG) : undefined;
     const model = modelOf(input, maxDelays(now, replicas), transport);
-    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
+    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs, ...(config.searchEvaluations ? { maxEvaluations: config.searchEvaluations } : {}) } });
     planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
   }
   return planned;
