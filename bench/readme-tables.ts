@@ -53,8 +53,43 @@ function predictionTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2eTable(r: Json): string {
+  const policies = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph', 'oracle'];
+  const lines = [
+    '| scenario | healthy | zb-static | 1f1b-static | delegation-only | pipemorph | oracle | pipemorph vs zb / 1f1b / delegation | pipemorph / oracle |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of r.scenarios as Json[]) {
+    const cells = policies.map((p) => `${fmt(s.policies[p].meanIterationMs)} (${fmt(s.policies[p].slowdown, 2)}x)`);
+    const x = s.speedupOfPipemorph;
+    lines.push(`| ${s.name} (${s.iterations} iterations) | ${fmt(s.healthyMs)} | ${cells.join(' | ')} | ${fmt(x['zb-static'], 2)}x / ${fmt(x['1f1b-static'], 2)}x / ${fmt(x['delegation-only'], 2)}x | ${fmt(s.pipemorphOverOracle, 2)}x |`);
+  }
+  return lines.join('\n');
+}
+
+function e2eDpTable(r: Json): string {
+  const lines = [
+    '| rack link | healthy | zb-static | falcon | pipemorph | falcon vs zb | pipemorph vs falcon | re-map in force at (falcon / pipemorph) |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of r.dpScenarios as Json[]) {
+    const cell = (p: string) => `${fmt(s.policies[p].meanIterationMs)} (${fmt(s.policies[p].slowdown, 2)}x)`;
+    lines.push(`| +${s.extraMs} ms | ${fmt(s.healthyMs)} | ${cell('zb-static')} | ${cell('falcon')} | ${cell('pipemorph')} | ${fmt(s.falconOverZb, 2)}x | ${fmt(s.pipemorphOverFalcon, 2)}x | ${s.falconRemapAt ?? '-'} / ${s.pipemorphRemapAt ?? '-'} |`);
+  }
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
-export const RENDERERS: Record<string, (results: Json) => string> = { real: realTable, topology: topologyTable, prediction: predictionTable };
+export const RENDERERS: Record<string, (results: Json) => string> = {
+  real: realTable,
+  topology: topologyTable,
+  prediction: predictionTable,
+  e2e: e2eTable,
+  'e2e-dp': e2eDpTable,
+};
+
+/** Results file of a block, when it is not the block's own name. */
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
@@ -62,7 +97,7 @@ const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S
 export function renderReadme(readme: string, resultsDir: string): string {
   let out = readme;
   for (const [name, render] of Object.entries(RENDERERS)) {
-    const file = join(resultsDir, `${name}.json`);
+    const file = join(resultsDir, `${FILES[name] ?? name}.json`);
     if (!existsSync(file) || !block(name).test(out)) continue;
     const table = render(JSON.parse(readFileSync(file, 'utf8')) as Json);
     out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);
