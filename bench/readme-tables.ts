@@ -79,6 +79,33 @@ function e2eDpTable(r: Json): string {
   return lines.join('\n');
 }
 
+function engineSpeedTable(r: Json): string {
+  const lines = ['| S | N | generate (ms) | simulate (ms) |', '|---|---|---|---|'];
+  for (const [S, N] of [[8, 32], [16, 128], [64, 512]]) {
+    const row = (r.speed as Json[]).find((x) => x.stages === S && x.microbatches === N);
+    if (row) lines.push(`| ${S} | ${N} | ${fmt(row.generateMs, 2)} | ${fmt(row.simulateMs, 2)} |`);
+  }
+  return lines.join('\n');
+}
+
+function engineQualityTable(r: Json): string {
+  const q = r.quality;
+  const s = q.search;
+  const labels: Record<string, string> = {
+    'zb-static': 'zb-static (healthy ZB plan, unchanged)',
+    '1f1b': '1f1b',
+    initial: 'initial (Alg. 1 re-planned, device memory)',
+    'alg2-as-printed': 'Alg. 2 exactly as printed',
+    adaptive: 'adaptive (Alg. 2 as implemented, host memory)',
+    search: `search (${s.budgetMs} ms budget, median ${s.medianEvaluations} schedules on this machine)`,
+    'search-fixed': `search (${s.fixedEvaluations} schedules: the same plans on every machine${s.fixedReproducible ? '' : ', NOT reproduced'})`,
+  };
+  const lines = ['| policy | mean gap | worst gap |', '|---|---|---|'];
+  for (const p of q.policies as Json[]) lines.push(`| ${labels[p.policy] ?? p.policy} | ${fmt(p.meanGapPct, 1)}% | ${fmt(p.worstGapPct, 0)}% |`);
+  lines.push('', `The time-budgeted search closes ${fmt(s.meanGapClosedPct, 0)}% of the gap Alg. 2 leaves.`);
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -86,10 +113,12 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   prediction: predictionTable,
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
+  'engine-speed': engineSpeedTable,
+  'engine-quality': engineQualityTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e' };
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
