@@ -106,6 +106,22 @@ function engineQualityTable(r: Json): string {
   return lines.join('\n');
 }
 
+function daemonTable(r: Json): string {
+  const c = r.controlLoop;
+  const b = c.breakdown;
+  const load = (r.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ');
+  return [
+    '| measure | result | target |',
+    '|---|---|---|',
+    `| \`ingestSamplesPerSec\`: link samples per second draining a 51,200-report backlog (512 ranks, 4 links each) | ${Math.round(r.ingestSamplesPerSec).toLocaleString('en-US')} | >= 100,000 |`,
+    `| \`controlLoopP50Ms\` / \`controlLoopP99Ms\`: writing the reports that reveal a straggler -> prepared schedule's control event (S=8, N=32, 64 ranks, ${c.trials} trials) | ${fmt(c.p50Ms, 1)} / ${fmt(c.p99Ms, 1)} ms (max ${fmt(c.maxMs, 0)}) | p99 < 20 ms |`,
+    `| where the slowest tenth of trials spent its time, against the rest: daemon event-loop stall / daemon GC / writing the reports | ${fmt(b.loopStallMs.slowestTenth, 1)} / ${fmt(b.gcMs.slowestTenth, 1)} / ${fmt(b.writeMs.slowestTenth, 1)} ms against ${fmt(b.loopStallMs.rest, 1)} / ${fmt(b.gcMs.rest, 1)} / ${fmt(b.writeMs.rest, 1)} ms | |`,
+    `| planning (\`pipemorph_planning_duration_seconds\`): mean, control steps over 10 ms | ${fmt(c.planning.meanMs, 1)} ms, ${c.planning.over10Ms} of ${c.planning.count} | |`,
+    `| \`heapBytesPer10kLinks\`: detector heap plus typed-array storage | ${fmt(r.heapBytesPer10kLinks / 1e6, 1)} MB | bounded |`,
+    `| load average of the machine (1 / 5 / 15 min) at the end of the run | ${load} | |`,
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -115,6 +131,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'e2e-dp': e2eDpTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
+  daemon: daemonTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
