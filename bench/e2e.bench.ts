@@ -64,8 +64,8 @@ async function startDaemon(): Promise<INestApplication> {
   return app;
 }
 
-async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
-  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations, hostActivations: 64 });
+async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number, pace?: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
+  const group = new RankGroup(redis, job, { lockstep: pace === undefined, pace, deviceActivations, hostActivations: 64 });
   await group.register();
   await group.connect();
   const results: IterationResult[] = [];
@@ -79,9 +79,41 @@ async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActi
   return { results, group };
 }
 
-async function runPipemorph(redis: Redis, scenario: Scenario, index: number): Promise<IterationResult[]> {
-  const job = new EmulatedJob(`bench-e2e-${index}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
-  return (await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations)).results;
+async function runPipemorph(redis: Redis, scenario: Scenario, index: number, pace?: number): Promise<{ results: IterationResult[]; switchedAt: number | null }> {
+  const job = new EmulatedJob(`bench-e2e-${index}${pace ? 'p' : ''}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+  const { results, group } = await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations, pace);
+  const first = group.history[0]?.versions[0];
+  return { results, switchedAt: group.history.find((h) => h.versions[0] !== first)?.iteration ?? null };
+}
+
+/** Wall-clock iterations scaled by these in the paced rows: at 0.05 a 768 ms iteration takes about 38 ms, at 0.01 about 8 ms. */
+const PACES = [0.05, 0.01];
+
+interface PacedRow {
+  name: string;
+  lockstep: { meanIterationMs: number; switchedAt: number | null };
+  paced: Array<{ pace: number; meanIterationMs: number; switchedAt: number | null }>;
+}
+
+/**
+ * The constant-straggler scenarios again with the ranks on a paced wall clock (RankGroup `pace`):
+ * each iteration lasts its emulated time x pace (PACES), ranks read control once per boundary, and the
+ * daemon's wall-clock reaction (ingest, planning, the handshake's round trips) costs iterations.
+ * Lockstep hides that cost; the difference in switch iteration and steady-state time is it.
+ */
+async function runPacedScenarios(redis: Redis, list: Scenario[]): Promise<PacedRow[]> {
+  const rows: PacedRow[] = [];
+  for (const [index, scenario] of list.filter((s) => s.name.includes(' ms on link')).entries()) {
+    const lock = await runPipemorph(redis, scenario, 100 + index);
+    const paced: PacedRow['paced'] = [];
+    for (const pace of PACES) {
+      const run = await runPipemorph(redis, scenario, 100 + index, pace);
+      paced.push({ pace, meanIterationMs: round(mean(run.results, scenario.skip)), switchedAt: run.switchedAt });
+      console.error(`${scenario.name} / paced x${pace}: ${paced[paced.length - 1].meanIterationMs} ms, switched at ${run.switchedAt} (lockstep ${lock.switchedAt})`);
+    }
+    rows.push({ name: scenario.name, lockstep: { meanIterationMs: round(mean(lock.results, scenario.skip)), switchedAt: lock.switchedAt }, paced });
+  }
+  return rows;
 }
 
 /** The DP scenario with the daemon in the loop: it sees locality and the all-reduce in the registration and DP link reports. */
@@ -155,6 +187,7 @@ async function main(): Promise<void> {
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const rows = [];
   let dpRows: DpRow[] = [];
+  let pacedRows: PacedRow[] = [];
   try {
     for (const [index, scenario] of (ONLY === 'dp' ? [] : scenarios(trace)).entries()) {
       const healthyJob = new EmulatedJob('healthy', scenario.profile, 1, constantDelay({}), DEFAULT_EMULATION);
@@ -166,7 +199,7 @@ async function main(): Promise<void> {
         const fresh = () => new EmulatedJob(policy, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
         const results =
           policy === 'pipemorph'
-            ? await runPipemorph(redis, scenario, index)
+            ? (await runPipemorph(redis, scenario, index)).results
             : policy === 'oracle'
               ? runOraclePolicy(fresh(), scenario.iterations, memory)
               : runStaticPolicy(fresh(), policy as StaticPolicy, scenario.iterations, memory);
@@ -178,6 +211,7 @@ async function main(): Promise<void> {
       const speedup = Object.fromEntries(POLICIES.filter((x) => x !== 'pipemorph').map((x) => [x, round(policies[x]!.meanIterationMs / p)]));
       rows.push({ name: scenario.name, iterations: scenario.iterations, skip: scenario.skip, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup, pipemorphOverOracle: round(p / policies.oracle!.meanIterationMs) });
     }
+    if (ONLY !== 'dp') pacedRows = await runPacedScenarios(redis, scenarios(trace));
     if (ONLY !== 'pp') dpRows = await runDpScenarios(redis);
   } finally {
     await app.close();
@@ -185,7 +219,8 @@ async function main(): Promise<void> {
   }
   if (rows.length > 0) printTable(rows);
   if (dpRows.length > 0) printDpTable(dpRows);
-  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, dpScenarios: dpRows, paperDp: PAPER_DP });
+  for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
+  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP });
   // A partial run (--only) leaves the committed results, which the README's tables come from, alone.
   if (ONLY === '') {
     mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });

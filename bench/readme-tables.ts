@@ -67,6 +67,18 @@ function e2eTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2ePacedTable(r: Json): string {
+  const rows = (r.pacedScenarios ?? []) as Json[];
+  const paces = rows.length > 0 ? (rows[0].paced as Json[]).map((p) => p.pace as number) : [];
+  const lines = [
+    `| scenario | lockstep | ${paces.map((p) => `paced x${p}`).join(' | ')} |`,
+    `|---|---|${paces.map(() => '---|').join('')}`,
+  ];
+  const cell = (x: Json) => `${fmt(x.meanIterationMs)} ms, switch at iteration ${x.switchedAt ?? '-'}`;
+  for (const s of rows) lines.push(`| ${s.name} | ${cell(s.lockstep)} | ${(s.paced as Json[]).map(cell).join(' | ')} |`);
+  return lines.join('\n');
+}
+
 function e2eDpTable(r: Json): string {
   const lines = [
     '| rack link | healthy | zb-static | falcon | pipemorph | falcon vs zb | pipemorph vs falcon | re-map in force at (falcon / pipemorph) |',
@@ -129,13 +141,14 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   prediction: predictionTable,
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
+  'e2e-paced': e2ePacedTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
   daemon: daemonTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
