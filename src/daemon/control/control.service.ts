@@ -1,9 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
+import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
 import { decideControl } from '../../core/control/job-controller';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
@@ -25,6 +27,7 @@ export class ControlService {
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   private get controlConfig(): ControlConfig {
@@ -33,7 +36,7 @@ export class ControlService {
     return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
   }
 
-  evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
+  evaluate(job: JobRuntime, now = this.clock.now()): Promise<void> {
     return job.serialize(() => inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span)));
   }
 
@@ -47,7 +50,7 @@ export class ControlService {
       job.needsEvaluation = true;
       return;
     }
-    const started = performance.now();
+    const started = this.clock.monotonicMs();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
     if (job.handshake || job.pendingTopology || job.maxIteration < job.holdUntilIteration) {
@@ -71,7 +74,7 @@ export class ControlService {
       'pipemorph.schedule_version': job.committed?.version ?? 0,
       'pipemorph.decision': outcome.decision?.kind ?? 'none',
     });
-    this.metrics.planningDuration.observe((performance.now() - started) / 1000);
+    this.metrics.planningDuration.observe((this.clock.monotonicMs() - started) / 1000);
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, this.healthyMs(job, input, now) / 1000);

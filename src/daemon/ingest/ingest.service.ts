@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../../core/clock/clock.type';
+import { sleep } from '../../core/clock/sleep';
 import { LinkObservation } from '../../core/detect/job-detector';
 import { parseRegistration, parseReportStreamMessage, RegisteredMarker } from '../../protocol/message-parser';
 import { ProtocolError } from '../../protocol/protocol-error';
 import { Ack, LinkSample, RankReport } from '../../protocol/protocol-v1.type';
 import { jobKeys, REGISTRATIONS_STREAM, REJECTED_REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { JobRegistry } from '../jobs/job-registry.service';
@@ -39,7 +42,7 @@ export class IngestService {
   private loop: Promise<void> | null = null;
   private lastBatchAt = 0;
   /** When the loop last completed a pass (read and processed), for liveness. */
-  private lastPassAt = Date.now();
+  private lastPassAt: number;
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
   private readonly quarantined = new Map<string, number>();
   /** Batches being processed per stream. */
@@ -52,7 +55,10 @@ export class IngestService {
     private readonly control: ControlService,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
-  ) {}
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
+    this.lastPassAt = clock.now();
+  }
 
   get consumer(): string {
     return this.registry.replicaId;
@@ -60,7 +66,7 @@ export class IngestService {
 
   /** Ready = the loop runs and has completed a read recently. */
   get healthy(): boolean {
-    return this.running && Date.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
+    return this.running && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
   }
 
   /**
@@ -69,15 +75,15 @@ export class IngestService {
    * restarts the pod instead of leaving it unready for ever (issue 11, fault 1).
    */
   get live(): boolean {
-    return Date.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
+    return this.clock.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
   }
 
   async start(): Promise<void> {
     if (this.running) return;
     await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
     this.running = true;
-    this.lastBatchAt = Date.now();
-    this.lastPassAt = Date.now();
+    this.lastBatchAt = this.clock.now();
+    this.lastPassAt = this.lastBatchAt;
     this.loop = this.run();
   }
 
@@ -92,7 +98,7 @@ export class IngestService {
     while (this.running) {
       try {
         await this.claimForAdopted();
-        const now = Date.now();
+        const now = this.clock.now();
         const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
         const { batches, failed } = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
@@ -103,18 +109,18 @@ export class IngestService {
           if (broken.includes(REGISTRATIONS_STREAM)) {
             // No registration can be read: the pass does not count (liveness), whatever else was read.
             for (const batch of batches) await this.processStream(batch.stream, batch.entries);
-            await new Promise((resolve) => setTimeout(resolve, 500));
+            await sleep(this.clock, 500);
             continue;
           }
         }
-        this.lastBatchAt = Date.now();
+        this.lastBatchAt = this.clock.now();
         this.lastPassAt = this.lastBatchAt;
         this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
         this.metrics.ingestErrors.inc();
         this.logger.error(`ingest pass failed: ${(error as Error).message}`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await sleep(this.clock, 500);
       }
     }
   }
@@ -143,7 +149,7 @@ export class IngestService {
       } catch (error) {
         if (!isStreamError(error)) throw error;
         this.metrics.streamRepairs.inc({ result: 'quarantined' });
-        this.quarantined.set(stream, Date.now() + QUARANTINE_MS);
+        this.quarantined.set(stream, this.clock.now() + QUARANTINE_MS);
         broken.push(stream);
         this.logger.error(`stream ${stream}: cannot be read (${(error as Error).message}); skipped for ${QUARANTINE_MS} ms, other jobs go on`);
       }
@@ -185,7 +191,7 @@ export class IngestService {
         const message = parseReportStreamMessage(entry.message, job.jobId);
         if (message.type !== 'report' || !job.positionOf.has(message.rank) || !job.layoutOf(message.scheduleVersion, message.iteration)) continue;
         job.detector.observe(message.rank, message.iteration, message.computeMs, message.links.map(toObservation));
-        job.noteIteration(message.rank, message.iteration, Date.now(), false);
+        job.noteIteration(message.rank, message.iteration, this.clock.now(), false);
       } catch {
         // History that was rejected when it arrived stays rejected.
       }
@@ -229,7 +235,7 @@ export class IngestService {
     // One span per control pass: ingest of the batch -> detection and planning -> publish.
     await inSpan('pipemorph.control_pass', { 'pipemorph.job': job.jobId, 'pipemorph.entries': entries.length }, async () => {
       let evaluate = false;
-      const now = Date.now();
+      const now = this.clock.now();
       await inSpan('pipemorph.ingest', { 'pipemorph.job': job.jobId }, async (span) => {
         for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
         span.setAttribute('pipemorph.reports_total', job.counters.reports);

@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { hostname } from 'node:os';
+import { Clock } from '../../core/clock/clock.type';
 import { PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { jobKeys } from '../../protocol/redis-keys';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
@@ -41,6 +43,7 @@ export class JobRegistry {
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {
     this.replicaId = config.jobs.ownerId || `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   }
@@ -121,7 +124,7 @@ export class JobRegistry {
     // Epochs and versions never go back, also when Redis lost its counters: an earlier runtime of the
     // job and the ranks' reports know the highest ones handed out (protocol §5.6).
     const epoch = await this.store.bumpEpoch(jobId, Math.max(previous?.epoch ?? 0, previous?.knownEpoch ?? 0));
-    const job = new JobRuntime(spec, epoch, this.config.detection, stored.registrationId);
+    const job = new JobRuntime(spec, epoch, this.config.detection, stored.registrationId, this.clock.now());
     job.knownVersion = previous?.versionFloor() ?? 0;
     job.knownEpoch = previous?.knownEpoch ?? 0;
     const keys = jobKeys(jobId);

@@ -54,8 +54,6 @@ export class JobRuntime {
   needsEvaluation = true;
   /** Set when this replica lets go of the runtime (lease lost, job expired or rebuilt): no more control steps or metrics for it. */
   released = false;
-  /** When this replica took the job: a job that never reports again expires counting from here. */
-  readonly adoptedAt = Date.now();
   private lastIterationAt = 0;
   private measuredIterations = false;
   private chain: Promise<unknown> = Promise.resolve();
@@ -72,8 +70,11 @@ export class JobRuntime {
   /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
   readonly history: JobHistory;
 
-  /** `registrationId`: the registrations-stream entry this runtime was built from. */
-  constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '') {
+  /**
+   * `registrationId`: the registrations-stream entry this runtime was built from; `adoptedAt`: when
+   * this replica took the job (a job that never reports again expires counting from here).
+   */
+  constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '', readonly adoptedAt = 0) {
     this.jobId = spec.jobId;
     this.history = new JobHistory(spec.stages, spec.dp);
     this.place(spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
