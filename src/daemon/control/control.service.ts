@@ -3,6 +3,7 @@ import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
 import { decideControl } from '../../core/control/job-controller';
+import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
 import { CLOCK } from '../clock/clock.token';
@@ -111,17 +112,7 @@ export class ControlService {
   /** Tells the detector how much extra delay each link absorbs under the schedule in force (Eq. 1). */
   private updateTolerances(job: JobRuntime, input: JobControlInput): void {
     if (!job.committed) return;
-    const fb = input.fMs.map((f, i) => f + input.bMs[i]);
-    const baseline = new Map(input.links.map((l) => [`${l.dp},${l.link}`, Number.isFinite(l.baselineMs) ? l.baselineMs : 0]));
-    for (const pipeline of job.committed.pipelines) {
-      for (const dp of pipeline.dpReplicas) {
-        for (let i = 0; i + 1 < input.stages; i++) {
-          const slackness = pipeline.warmup[i] - pipeline.warmup[i + 1];
-          const toleranceMs = Math.max(0, (slackness * fb[i + 1] - fb[i]) / 2);
-          job.detector.setTolerance(dp, i, Math.max(0, toleranceMs - (baseline.get(`${dp},${i}`) ?? 0)));
-        }
-      }
-    }
+    for (const t of detectorTolerances(input, job.committed.pipelines)) job.detector.setTolerance(t.dp, t.link, t.toleranceMs);
   }
 
   private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { formatSchedule } from '../../core/pipeline/schedule';
+import { topologyFromPlacement } from '../../core/topology/topology-from-placement';
 import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
@@ -191,23 +192,11 @@ export class SchedulePublisher {
     const inForce = job.pendingTopology ?? job.topology;
     const change = decision.topology;
     if (!change) return inForce ? { topology: { ...inForce, moved: [] } } : {};
-    const S = job.spec.stages;
-    const slotOf = new Map(change.rankAt.map((rank, slot) => [rank, slot]));
     const reportingRankOf = new Map(job.spec.ranks.filter((r) => r.tp === 0).map((r) => [r.node, r.rank]));
     const previousPp = new Map((inForce?.ranks ?? job.spec.ranks).map((r) => [r.rank, r.pp]));
-    const ranks = job.spec.ranks.map((r) => {
-      const slot = slotOf.get(reportingRankOf.get(r.node) ?? r.rank) ?? -1;
-      return { rank: r.rank, dp: Math.floor(slot / S), pp: slot % S };
-    });
-    return {
-      topology: {
-        version: (inForce?.version ?? 0) + 1,
-        sinceVersion: version,
-        ranks,
-        rings: change.rings,
-        moved: ranks.filter((r) => r.pp !== previousPp.get(r.rank)).map((r) => r.rank),
-      },
-    };
+    const members = job.spec.ranks.map((r) => ({ rank: r.rank, placedAs: reportingRankOf.get(r.node) ?? r.rank }));
+    const placement = { stages: job.spec.stages, nodeAt: change.rankAt, rings: change.rings };
+    return { topology: topologyFromPlacement(placement, (inForce?.version ?? 0) + 1, version, previousPp, members) };
   }
 
   private event(type: ControlEvent['type'], schedule: PublishedSchedule): ControlEvent {
