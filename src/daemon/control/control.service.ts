@@ -48,23 +48,23 @@ export class ControlService {
     if (!job.historyReplayed) {
       // A new owner decides only once the job's history has been replayed into its detector: from an
       // empty one, a straggler the schedule absorbs would look healed (issue 11, fault 7).
-      job.needsEvaluation = true;
+      job.requestEvaluation();
       return;
     }
     const started = this.clock.monotonicMs();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
-    if (job.handshake || job.pendingTopology || job.maxIteration < job.holdUntilIteration) {
+    if (job.switching.handshake || job.layout.pendingTopology || job.progress.maxIteration < job.layout.holdUntilIteration) {
       // One switch at a time: what changed meanwhile is decided once this one ends. After a
       // committed re-map, until the ranks run it the detector still describes the old layout.
-      job.needsEvaluation = true;
+      job.requestEvaluation();
       return;
     }
     const input = job.controlInput(snapshot, job.committed ? job.topologyView(snapshot, now, this.config.remap.minIntervalMs) : undefined);
     this.updateTolerances(job, input);
     const urgent = this.nicFailureWithoutDelegation(job, input);
-    if (job.committed && now < job.notBefore && !urgent) {
-      job.needsEvaluation = true;
+    if (job.committed && now < job.switching.notBefore && !urgent) {
+      job.requestEvaluation();
       return;
     }
     const outcome = decideControl(input, this.controlConfig);
@@ -79,7 +79,7 @@ export class ControlService {
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, this.healthyMs(job, input, now) / 1000);
-    job.needsEvaluation = false;
+    job.evaluated();
     const decision = outcome.decision;
     if (!decision) return;
     this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });

@@ -160,12 +160,11 @@ export class IngestService {
 
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
   async claimForAdopted(): Promise<void> {
-    for (const jobId of [...this.registry.adoptedSinceClaim]) {
-      this.registry.adoptedSinceClaim.delete(jobId);
+    for (const jobId of this.registry.takeAdopted()) {
       const job = this.registry.get(jobId);
       if (job) await this.replayHistory(job);
       // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
-      if (job) job.historyReplayed = true;
+      job?.markHistoryReplayed();
       await this.claimIdle(jobId, 0);
     }
   }
@@ -189,9 +188,12 @@ export class IngestService {
     for (const entry of entries.slice(start)) {
       try {
         const message = parseReportStreamMessage(entry.message, job.jobId);
-        if (message.type !== 'report' || !job.positionOf.has(message.rank) || !job.layoutOf(message.scheduleVersion, message.iteration)) continue;
+        if (message.type !== 'report' || !job.positionOf.has(message.rank)) continue;
+        const verdict = job.layout.acceptReport(message.scheduleVersion, message.iteration);
+        if (verdict === 'switched') job.requestEvaluation();
+        if (verdict === 'stale-layout') continue;
         job.detector.observe(message.rank, message.iteration, message.computeMs, message.links.map(toObservation));
-        job.noteIteration(message.rank, message.iteration, this.clock.now(), false);
+        job.progress.noteIteration(message.rank, message.iteration, this.clock.now(), false);
       } catch {
         // History that was rejected when it arrived stays rejected.
       }
@@ -238,7 +240,7 @@ export class IngestService {
       const now = this.clock.now();
       await inSpan('pipemorph.ingest', { 'pipemorph.job': job.jobId }, async (span) => {
         for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
-        span.setAttribute('pipemorph.reports_total', job.counters.reports);
+        span.setAttribute('pipemorph.reports_total', job.ingestCounts.reports);
       });
       const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
       if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
@@ -291,25 +293,25 @@ export class IngestService {
         }
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
-        if (fresh) fresh.needsEvaluation = true;
+        fresh?.requestEvaluation();
         return false;
       }
       let current = this.registry.get(job.jobId) ?? job;
       if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`, type);
       // What the ranks hold bounds the numbers this daemon hands out (protocol §5.6).
       const held = message.type === 'ack' ? message.version : message.scheduleVersion;
-      if (held > current.knownVersion) current.knownVersion = held;
+      current.noteHeldVersion(held);
       const epoch = message.epoch ?? 0;
       if (epoch > current.epoch) {
         const fresh = await this.registry.reconcileEpoch(current, epoch);
         if (fresh) {
-          fresh.knownVersion = Math.max(fresh.knownVersion, held);
-          fresh.needsEvaluation = true;
+          fresh.noteHeldVersion(held);
+          fresh.requestEvaluation();
           current = fresh;
         }
       }
       if (message.type === 'ack') {
-        current.counters.acks++;
+        current.ingestCounts.count('acks');
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         await current.serialize(() => this.publisher.onAck(current, message as Ack, now));
         return false;
@@ -318,7 +320,7 @@ export class IngestService {
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       type = error.messageType ?? type;
-      job.counters.rejected++;
+      job.ingestCounts.count('rejected');
       this.metrics.ingestMessages.inc({ type, result: 'rejected' });
       await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
       return false;
@@ -326,23 +328,26 @@ export class IngestService {
   }
 
   private handleReport(job: JobRuntime, report: RankReport, now: number): boolean {
-    if (!job.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
-      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
+    if (!job.progress.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
+      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.progress.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
     }
-    if (!job.layoutOf(report.scheduleVersion, report.iteration)) {
+    const verdict = job.layout.acceptReport(report.scheduleVersion, report.iteration);
+    // The first report of a committed re-map switched the detector: decide afresh once it has learned.
+    if (verdict === 'switched') job.requestEvaluation();
+    if (verdict === 'stale-layout') {
       // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
-      job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+      job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
       this.metrics.ingestMessages.inc({ type: 'report', result: 'stale_layout' });
       return false;
     }
     const result = job.detector.observe(report.rank, report.iteration, report.computeMs, report.links.map(toObservation));
     if (result.duplicate) {
-      job.counters.duplicates++;
+      job.ingestCounts.count('duplicates');
       this.metrics.ingestMessages.inc({ type: 'report', result: 'duplicate' });
       return false;
     }
-    job.counters.reports++;
-    job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+    job.ingestCounts.count('reports');
+    job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
     job.recordHistory(report);
     this.metrics.ingestMessages.inc({ type: 'report', result: 'accepted' });
     return result.changed || (!job.committed && job.needsEvaluation);

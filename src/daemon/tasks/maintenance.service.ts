@@ -40,12 +40,9 @@ export class MaintenanceService {
       if (job.released) continue; // let go while earlier jobs were maintained
       try {
         const { staleRankMs, staleJobMs } = this.config.jobs;
-        for (const { rank } of job.reporting) {
-          const seen = job.lastSeenAt.get(rank);
-          if (seen !== undefined && now - seen > staleRankMs) job.staleRanks.add(rank);
-        }
-        this.metrics.staleRanks.set({ job: job.jobId }, job.staleRanks.size);
-        const lastSeen = Math.max(job.adoptedAt, ...job.lastSeenAt.values());
+        const stale = job.progress.markStale(job.reporting.map((r) => r.rank), now, staleRankMs);
+        this.metrics.staleRanks.set({ job: job.jobId }, stale);
+        const lastSeen = job.progress.lastSeen(job.adoptedAt);
         if (now - lastSeen > staleJobMs) {
           await this.registry.expire(job.jobId);
           continue;
@@ -79,7 +76,8 @@ export class MaintenanceService {
   /** Fast path between cron ticks: handshake deadlines and deferred decisions. */
   async tick(now = this.clock.now()): Promise<void> {
     for (const job of this.registry.all()) {
-      const due = (job.handshake && now >= job.handshake.deadline) || (job.needsEvaluation && !job.handshake && now >= job.notBefore);
+      const open = job.switching.handshake;
+      const due = (open && now >= open.deadline) || (job.needsEvaluation && !open && now >= job.switching.notBefore);
       if (due) await this.control.evaluate(job, now).catch((error) => this.logger.error(`job ${job.jobId}: ${(error as Error).message}`));
     }
   }
