@@ -134,6 +134,16 @@ function daemonTable(r: Json): string {
   ].join('\n');
 }
 
+function renderTable(r: Json): string {
+  const size = (bytes: number) => (bytes >= 1e6 ? `${fmt(bytes / 1e6, 1)} MB` : `${fmt(bytes / 1e3, 0)} kB`);
+  const lines = ['| case | render | SVG size |', '|---|---|---|'];
+  (r.rows as Json[]).forEach((row, k) => {
+    const what = `${row.stages} stages x ${row.microbatches} microbatches (${Number(row.blocks).toLocaleString('en-US')} blocks)${row.case.endsWith('before/after') ? ', before/after' : ', one timeline'}`;
+    lines.push(`| ${what} | ${fmt(row.renderMs, 2)} ms${k === 0 ? ` (target < ${r.goalMs} ms)` : ''} | ${size(row.svgBytes)} |`);
+  });
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -145,6 +155,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
   daemon: daemonTable,
+  render: renderTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
