@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { arbProfile } from '../engine/run-checks.spec';
 import { generateSchedule } from '../engine/generator';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
-import { iterationLowerBoundMs } from './lower-bound';
+import { simulateSchedule } from '../engine/simulator';
+import { planPipeline } from './plan';
+import { iterationLowerBoundMs, opLowerBoundMs, stageLowerBoundMs } from './lower-bound';
 
 describe('iterationLowerBoundMs', () => {
   it('is the exact iteration time of one stage: N (f + b + w)', () => {
@@ -42,5 +44,36 @@ describe('iterationLowerBoundMs', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('per op: tighter than the per-stage bound, and here exactly the best schedule found', () => {
+    // Heterogeneous stages and a slow last link: stage 3 (20 ms ops) cannot start F_j before F_j
+    // crossed stages 0-2, nor finish before the gradients of the slow link came back: 375, not 331.
+    const f = [9, 7, 12, 20, 9, 6];
+    const model = toPipelineModel(validateProfile({ stages: 6, microbatches: 6, fMs: f, bMs: f, wMs: f.map((x) => x / 2), linkMs: [1, 1, 1, 1, 56] }));
+    expect(stageLowerBoundMs(model)).toBe(331);
+    expect(opLowerBoundMs(model)).toBe(375);
+    expect(iterationLowerBoundMs(model)).toBe(375);
+    const best = planPipeline(model, { policy: 'search', search: { timeBudgetMs: 60_000, maxEvaluations: 300 } }).run.iterationMs;
+    expect(best).toBe(375);
+  });
+
+  it('never exceeds the iteration time of a schedule (random profiles, generated and searched schedules)', () => {
+    fc.assert(
+      fc.property(arbProfile({ maxStages: 5, maxMicrobatches: 10 }), (profile) => {
+        const model = toPipelineModel(profile);
+        const plan = planPipeline(model, { policy: 'search', search: { timeBudgetMs: 60_000, maxEvaluations: 40 } });
+        expect(simulateSchedule(model, plan.run.order).iterationMs).toBeGreaterThanOrEqual(opLowerBoundMs(model) - 1e-6);
+      }),
+      { numRuns: 120 },
+    );
+  });
+
+  it('can fail: a bound that counted each op twice would exceed the zero-bubble schedule of Fig. 4', () => {
+    const model = toPipelineModel(validateProfile({ stages: 4, microbatches: 12, fMs: [10, 10, 10, 10], bMs: [10, 10, 10, 10], wMs: [10, 10, 10, 10], linkMs: [0, 0, 0] }));
+    const achieved = planPipeline(model, { policy: 'initial' }).run.iterationMs;
+    expect(opLowerBoundMs(model)).toBeLessThanOrEqual(achieved);
+    const doubled = { ...model, durations: model.durations.map((x) => 2 * x) };
+    expect(opLowerBoundMs(doubled)).toBeGreaterThan(achieved);
   });
 });
