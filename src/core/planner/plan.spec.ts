@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { WPlacement } from '../engine/engine';
+import { generateSchedule } from '../engine/generator';
 import { arbProfile, exactlyOnceProblems, inputErrorOf, namesOf, timelineProblems } from '../engine/run-checks.spec';
 import { OP_B, OP_W, opKind } from '../pipeline/op';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
@@ -160,5 +161,30 @@ describe('withHostMemory', () => {
   it('returns a model without memory unchanged', () => {
     const model = toPipelineModel(validateProfile({ stages: 1, microbatches: 1, fMs: [1], bMs: [1], wMs: [1], linkMs: [] }));
     expect(withHostMemory(model)).toBe(model);
+  });
+});
+
+describe('never worse than a simpler policy (issue 12, item 4)', () => {
+  it('adaptive falls back to the initial warm-up counts where Alg. 2 loses to them', () => {
+    // Alg. 2's counts for two slow links run 932 ms here; Alg. 1's, 787 ms.
+    const model = toPipelineModel(validateProfile({ stages: 3, microbatches: 9, fMs: [15, 5, 7], bMs: [16, 6, 9], wMs: [12, 4, 3], linkMs: [101, 101] }));
+    const own = generateSchedule(withHostMemory(model), { warmup: adaptiveWarmup(model) }).iterationMs;
+    const plan = planPipeline(model, { policy: 'adaptive' });
+    expect(plan.run.iterationMs).toBeLessThan(own);
+    expect(plan.warmup).toEqual(initialWarmup(3, 9, deviceInflightCaps(model)));
+  });
+
+  it('search <= adaptive <= initial on random profiles, at any evaluation budget', () => {
+    fc.assert(
+      fc.property(arbProfile({ maxStages: 5, maxMicrobatches: 10 }), fc.integer({ min: 1, max: 30 }), (profile, evaluations) => {
+        const model = toPipelineModel(profile);
+        const initial = generateSchedule(withHostMemory(model), { warmup: initialWarmup(model.stages, model.microbatches, deviceInflightCaps(model)) }).iterationMs;
+        const adaptive = planPipeline(model, { policy: 'adaptive' }).run.iterationMs;
+        const search = planPipeline(model, { policy: 'search', search: { timeBudgetMs: 60_000, maxEvaluations: evaluations } }).run.iterationMs;
+        expect(adaptive).toBeLessThanOrEqual(initial + 1e-9);
+        expect(search).toBeLessThanOrEqual(adaptive + 1e-9);
+      }),
+      { numRuns: 80 },
+    );
   });
 });

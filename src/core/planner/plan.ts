@@ -51,8 +51,12 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
   switch (request.policy) {
     case 'initial':
       return generate(model, initialWarmup(S, N, deviceInflightCaps(model)), fill(WPlacement.Lazy));
-    case 'adaptive':
-      return generate(host, adaptiveWarmup(model, request.hostInflightCaps), fill(WPlacement.Lazy));
+    case 'adaptive': {
+      // Never worse than the simpler plan: Alg. 2's warm-up counts can lose to Alg. 1's (issue 12).
+      const adaptive = generate(host, adaptiveWarmup(model, request.hostInflightCaps), fill(WPlacement.Lazy));
+      const simpler = generate(host, initialWarmup(S, N, deviceInflightCaps(model)), fill(WPlacement.Lazy));
+      return simpler.run.iterationMs < adaptive.run.iterationMs ? simpler : adaptive;
+    }
     case '1f1b':
       return generate(host, Array.from({ length: S }, (_, i) => Math.min(N, S - i)), fill(WPlacement.Fused));
     case 'gpipe':
@@ -61,7 +65,7 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
       if (!request.warmup) throw new InputError('policy "fixed" needs warm-up counts');
       return generate(host, request.warmup.slice(), fill(WPlacement.Lazy));
     case 'search': {
-      const result = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps });
+      const result = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps, extraSeeds: [initialWarmup(S, N, deviceInflightCaps(model))] });
       return {
         policy: 'search',
         warmup: result.warmup,

@@ -14,6 +14,8 @@ export interface SearchOptions {
   /** Most microbatches each stage may hold (host memory when delegation is on); default N. */
   inflightCaps?: readonly number[];
   seed?: number;
+  /** Warm-up counts evaluated right after the adaptive plan, whatever the budget: the search returns nothing worse than them. */
+  extraSeeds?: readonly number[][];
   /** Injected clock, ms. */
   now?: () => number;
 }
@@ -84,6 +86,10 @@ export function searchPlan(model: PipelineModel, options: SearchOptions = {}): S
   const adaptive = evaluate(adaptiveWarmup(model, caps), lazy);
   if (!adaptive) throw new Error('search planner: the adaptive plan is infeasible under the given caps');
   let best = adaptive;
+  for (const warmup of options.extraSeeds ?? []) {
+    const c = evaluate(warmup.map((x, i) => Math.max(1, Math.min(N, caps[i], x))), lazy);
+    if (c && better(c, best)) best = c;
+  }
   const seeds: number[][] = [
     Array.from({ length: S }, (_, i) => Math.min(N, caps[i], S - i)),
     initialWarmup(S, N, caps),
