@@ -79,6 +79,18 @@ function e2eDpTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2ePacedTable(r: Json): string {
+  const lines = [
+    '| scenario | clock | pipemorph, lockstep (/ oracle) | pipemorph, paced (/ oracle) | first switch at, lockstep / paced | paced ranks at most behind |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const s of (r.paced ?? []) as Json[]) {
+    const clock = s.pace === 1 ? 'real time' : `${fmt(s.pace, 2)}x real time`;
+    lines.push(`| ${s.name} (${s.iterations} iterations) | ${clock} | ${fmt(s.lockstepMs)} (${fmt(s.lockstepOverOracle, 2)}x) | ${fmt(s.pacedMs)} (${fmt(s.pacedOverOracle, 2)}x) | ${s.firstSwitchLockstep ?? '-'} / ${s.firstSwitchPaced ?? '-'} | ${fmt(s.maxBehindMs)} ms |`);
+  }
+  return lines.join('\n');
+}
+
 function engineSpeedTable(r: Json): string {
   const lines = ['| S | N | generate (ms) | simulate (ms) |', '|---|---|---|---|'];
   for (const [S, N] of [[8, 32], [16, 128], [64, 512]]) {
@@ -113,12 +125,13 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   prediction: predictionTable,
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
+  'e2e-paced': e2ePacedTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 

@@ -4,6 +4,7 @@ import { jobKeys, REGISTRATIONS_STREAM } from '../protocol/redis-keys';
 import { EmulatedJob, IterationResult, ReplicaPlan } from './emulated-job';
 import { replicaPlans } from './replica-plans';
 import { RankView } from './rank-view';
+import { streamDrained } from './stream-drained.util';
 
 export interface RankGroupOptions {
   /** Ranks that read the control stream only every `slowEvery` iterations (a rank that hears late). */
@@ -14,6 +15,13 @@ export interface RankGroupOptions {
   hostActivations: number;
   /** Virtual time: after writing, wait until the daemon has handled everything (lockstep, fast and repeatable). */
   lockstep: boolean;
+  /**
+   * Paced clock (needs lockstep false): wall ms per simulated ms (1: real time). Each iteration takes
+   * its simulated time on the wall clock, every rank writes its report and reads control at its own
+   * iteration boundary, and nothing waits for the daemon: the daemon's wall-clock timers, its ingest
+   * and planning time and the Redis round trips all cost iterations, as on a real cluster.
+   */
+  pace?: number;
   /**
    * How the ranks agree on the version to run (protocol sec. 5.2). `min` (default): the all-reduce
    * MIN of every rank's own k_local. `skip` breaks it on purpose, for tests of the checks: every rank
@@ -46,7 +54,14 @@ export class RankGroup {
    */
   readonly history: Array<{ iteration: number; versions: number[]; local: number[]; iterationMs: number; topologyVersion: number }> = [];
 
+  /** Paced clock: wall time (performance.now) the current iteration started, and how far the ranks fell behind the pace, at most. */
+  private wallStartMs: number | null = null;
+  maxBehindMs = 0;
+
   constructor(private readonly redis: Redis, readonly job: EmulatedJob, private readonly options: RankGroupOptions) {
+    if (options.pace !== undefined && (options.lockstep || !(options.pace > 0) || !Number.isFinite(options.pace))) {
+      throw new Error(`rank group: pace ${options.pace} needs lockstep false and a finite number > 0`);
+    }
     this.keys = jobKeys(job.jobId);
     this.ranks = Array.from({ length: job.dp * job.stages }, (_, r) => r);
     this.views = this.ranks.map((r) => new RankView(r));
@@ -138,28 +153,69 @@ export class RankGroup {
     }
     const result = this.job.runIteration(i, plans, versions);
     this.history.push({ iteration: i, versions, local, iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
+    if (this.options.pace !== undefined) {
+      await this.pacedBoundaries(result, this.options.pace);
+      return result;
+    }
     const pipeline = this.redis.pipeline();
     for (const report of result.reports) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 100000, '*', 'm', JSON.stringify(report));
     await pipeline.exec();
     if (this.options.lockstep) await this.drained();
     this.iteration++;
-    if (await this.pollControl(false)) {
+    if (await this.pollControl(this.pollingNow(false))) {
       if (this.options.lockstep) await this.drained();
-      await this.pollControl(true);
+      await this.pollControl(this.pollingNow(true));
     }
     return result;
   }
 
   /**
-   * Each rank that polls this iteration reads the control stream from its own cursor, learns commits
-   * (GETting the schedule content it lacks) and answers prepares (GET pending, then ack: accepted iff
-   * the iteration it is about to run is before the effective iteration). Returns whether acks were sent.
+   * Paced clock: each rank reaches its boundary (its last op done) at its own wall time, writes its
+   * report and reads control there, once; a commit that lands after a rank's read reaches it at its
+   * next boundary. Then the iteration's end on the wall clock. Deadlines are absolute, so a late
+   * boundary (a busy machine) is caught up, and maxBehindMs says how late the ranks ever were.
    */
-  private async pollControl(again: boolean): Promise<boolean> {
-    // A slow rank reads at most once per iteration, so a commit landing after its ack reaches it only
-    // at its next read; the others read once more when they acked (the commit follows at once).
+  private async pacedBoundaries(result: IterationResult, pace: number): Promise<void> {
+    const start = this.wallStartMs ?? performance.now();
+    const byRank = new Map(result.reports.map((r) => [r.rank, r]));
+    const order = this.ranks.slice().sort((a, b) => result.rankDoneMs[a] - result.rankDoneMs[b]);
+    this.iteration++;
+    for (let k = 0; k < order.length; ) {
+      const at = result.rankDoneMs[order[k]];
+      const due: number[] = [];
+      while (k < order.length && result.rankDoneMs[order[k]] === at) due.push(order[k++]);
+      await this.sleepUntil(start + at * pace);
+      const pipeline = this.redis.pipeline();
+      for (const rank of due) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 100000, '*', 'm', JSON.stringify(byRank.get(rank)));
+      await pipeline.exec();
+      const reading = new Set(this.pollingNow(false).map((v) => v.rank));
+      await this.pollControl(this.views.filter((v) => due.includes(v.rank) && reading.has(v.rank)));
+    }
+    const end = start + result.iterationMs * pace;
+    await this.sleepUntil(end);
+    this.wallStartMs = end;
+  }
+
+  private async sleepUntil(wallMs: number): Promise<void> {
+    const wait = wallMs - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    else this.maxBehindMs = Math.max(this.maxBehindMs, -wait);
+  }
+
+  /** The ranks that read control now: a slow rank reads at most once per iteration, every slowEvery-th. */
+  private pollingNow(again: boolean): RankView[] {
+    // A slow rank's commit landing after its ack reaches it only at its next read; the others read
+    // once more when they acked (in lockstep the commit follows at once).
     const slow = (v: RankView) => this.options.slowRanks?.includes(v.rank) ?? false;
-    const polling = this.views.filter((v) => !slow(v) || (!again && this.iteration % (this.options.slowEvery ?? 1) === 0));
+    return this.views.filter((v) => !slow(v) || (!again && this.iteration % (this.options.slowEvery ?? 1) === 0));
+  }
+
+  /**
+   * Each rank in `polling` reads the control stream from its own cursor, learns commits (GETting the
+   * schedule content it lacks) and answers prepares (GET pending, then ack: accepted iff the
+   * iteration it is about to run is before the effective iteration). Returns whether acks were sent.
+   */
+  private async pollControl(polling: RankView[]): Promise<boolean> {
     if (polling.length === 0) return false;
     const reads = this.redis.pipeline();
     for (const view of polling) reads.xread('COUNT', 1000, 'STREAMS', this.keys.control, view.cursor);
@@ -203,20 +259,8 @@ export class RankGroup {
   }
 
   /** Waits until the daemon has read and acknowledged everything written to the reports stream. */
-  private async drained(timeoutMs = 30000): Promise<void> {
-    const group = this.options.consumerGroup ?? 'pipemorph';
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const groups = (await this.redis.xinfo('GROUPS', this.keys.reports)) as Array<Array<string | number | null>>;
-      const g = groups.find((x) => x[x.indexOf('name') + 1] === group);
-      if (g) {
-        const pending = Number(g[g.indexOf('pending') + 1]);
-        const lag = g[g.indexOf('lag') + 1];
-        if (pending === 0 && lag !== null && Number(lag) === 0) return;
-      }
-      if (Date.now() > deadline) throw new Error(`daemon did not drain job ${this.job.jobId} within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
+  private drained(): Promise<void> {
+    return streamDrained(this.redis, this.keys.reports, this.options.consumerGroup ?? 'pipemorph');
   }
 
   async cleanup(): Promise<void> {
