@@ -1,13 +1,11 @@
 import type Redis from 'ioredis';
-import { toPipelineModel } from '../core/pipeline/pipeline-model';
-import { formatSchedule, warmupOf } from '../core/pipeline/schedule';
-import { planPipeline } from '../core/planner/plan';
 import { PublishedSchedule, TopologyAssignment } from '../protocol/protocol-v1.type';
 import { constantDelay } from './delay/constant-delay';
 import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
 import { rackLocalities, staticFabric } from './fabric/static-fabric';
 import { RankGroup } from './rank-group';
 import { uniform4 } from './scenarios';
+import { uniform4Schedule } from './uniform4-schedule.fixture';
 
 /** Just enough of Redis for RankGroup without lockstep: a schedule key, a control stream, written reports. */
 class FakeRedis {
@@ -46,21 +44,7 @@ class FakeRedis {
 }
 
 const u4 = uniform4();
-const zb = planPipeline(toPipelineModel(u4), { policy: 'initial' }).run.order;
-const schedule = (version: number, effectiveIteration: number, topology?: TopologyAssignment): PublishedSchedule => ({
-  protocol: 1,
-  jobId: 'j',
-  version,
-  epoch: 1,
-  state: 'committed',
-  effectiveIteration,
-  createdAt: 0,
-  pipelines: [{ dpReplicas: [0, 1], warmup: warmupOf(zb), stages: formatSchedule(zb) }],
-  delegation: [],
-  reason: { kind: topology ? 'remap' : 'initial', links: [], detail: '' },
-  prediction: { previousMs: null, newMs: 390 },
-  ...(topology ? { topology } : {}),
-});
+const schedule = (version: number, effectiveIteration: number, topology?: TopologyAssignment): PublishedSchedule => uniform4Schedule(version, effectiveIteration, [0, 1], topology);
 const inRack: TopologyAssignment = {
   version: 1,
   sinceVersion: 2,
