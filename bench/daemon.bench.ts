@@ -1,24 +1,31 @@
 /**
  * npm run bench:daemon (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
  *
- * Last output line: {"ingestSamplesPerSec", "controlLoopP50Ms", "controlLoopP99Ms", "heapBytesPer10kLinks"}
+ * Last output line: {"ingestSamplesPerSec", "controlLoopP50Ms", "controlLoopP99Ms", "heapBytesPer10kLinks", ...},
+ * also written to bench/results/daemon.json (the README's daemon table is rendered from it).
  * - ingest: a backlog of rank reports (4 link samples each) written to one job's stream, then
- *   drained by one daemon process; link samples per second of drain time;
+ *   drained by one daemon process; link samples per second of drain time (drained: the daemon's
+ *   consumer group has read and acknowledged everything, as any Redis client sees it);
  * - control loop: S=8, N=32, 64 reporting ranks (8 replicas); time from writing the iteration's
  *   reports that reveal a straggler (the K-th bad sample) to the prepared schedule's control event;
+ * - where the control loop's time goes: the same trials again with an in-memory tracer (the
+ *   daemon's own spans: ingest, planning, publish), garbage collections (perf_hooks) and the
+ *   event-loop delay, per trial; the slowest 5% against the median half;
  * - memory: retained heap and typed-array bytes of the per-job detector state per 10k links (node --expose-gc).
+ * The bench reaches the daemon only as a client does: Redis and its HTTP API.
  */
-import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import Redis from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { DEFAULT_DETECTOR_CONFIG } from '../src/core/detect/detector-config.type';
 import { JobDetector, LinkObservation } from '../src/core/detect/job-detector';
-import { AppModule } from '../src/daemon/app.module';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
-import { JobRegistry } from '../src/daemon/jobs/job-registry.service';
-import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
+import { startDaemon, StartedDaemon } from '../src/daemon/start-daemon.util';
+import { streamDrained } from '../src/emulator/stream-drained.util';
+import { JOBS_INDEX, jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(REDIS_URL);
@@ -28,6 +35,7 @@ function config(): PipemorphConfig {
   const c = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
   c.redis.url = REDIS_URL;
   c.http.port = 0;
+  c.http.host = '127.0.0.1';
   c.ingest.blockMs = 20;
   c.jobs.discoveryIntervalMs = 20;
   c.control.minReplanIntervalMs = 0;
@@ -35,10 +43,8 @@ function config(): PipemorphConfig {
   return c;
 }
 
-async function startDaemon(): Promise<INestApplication> {
-  const app = await NestFactory.create(AppModule.forRoot(config()), { logger: process.env.PIPEMORPH_BENCH_LOGS ? ['log', 'warn', 'error'] : false });
-  await app.listen(0, '127.0.0.1');
-  return app;
+async function startBenchDaemon(): Promise<StartedDaemon> {
+  return startDaemon(config(), { logs: Boolean(process.env.PIPEMORPH_BENCH_LOGS) });
 }
 
 function registration(jobId: string, stages: number, dp: number) {
@@ -80,7 +86,7 @@ async function waitFor<T>(check: () => Promise<T | null | undefined | false>, ti
 
 async function cleanup(jobId: string): Promise<void> {
   await redis.del(...Object.values(jobKeys(jobId)));
-  await redis.srem('pipemorph:jobs', jobId);
+  await redis.srem(JOBS_INDEX, jobId);
 }
 
 async function ingestThroughput(): Promise<number> {
@@ -89,9 +95,7 @@ async function ingestThroughput(): Promise<number> {
   const dp = 64; // 512 reporting ranks
   const iterations = 100; // 51,200 reports, about 200k link samples
   await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId, stages, dp)));
-  const app = await startDaemon();
-  const registry = app.get(JobRegistry);
-  const job = await waitFor(async () => registry.get(jobId));
+  const daemon = await startBenchDaemon();
   await waitFor(async () => (await redis.get(jobKeys(jobId).schedule)) !== null);
   // Write the backlog faster than the daemon drains it; timed from the first write to the last
   // processed report (the writes are inside the time, so this under-states ingest speed a little).
@@ -104,34 +108,49 @@ async function ingestThroughput(): Promise<number> {
       reports.push(m);
     }
   }
-  const start = job.counters.reports;
   const t0 = performance.now();
   for (let k = 0; k < reports.length; k += 2000) {
     const p = redis.pipeline();
     for (const m of reports.slice(k, k + 2000)) p.xadd(jobKeys(jobId).reports, '*', 'm', m);
     await p.exec();
   }
-  await waitFor(async () => registry.get(jobId)!.counters.reports - start >= reports.length, 120000);
+  await streamDrained(redis, jobKeys(jobId).reports, config().ingest.consumerGroup, 120000, 2);
+  const accepted = await acceptedReports(daemon, jobId);
+  if (accepted < reports.length) throw new Error(`bench: the daemon accepted ${accepted} of ${reports.length} reports`);
   const seconds = (performance.now() - t0) / 1000;
-  await app.close();
+  await daemon.app.close();
   await cleanup(jobId);
   console.log(JSON.stringify({ ingest: { reports: reports.length, linkSamples: samples, seconds: Math.round(seconds * 1000) / 1000 } }));
   return samples / seconds;
 }
 
-async function controlLoopLatency(trials: number): Promise<number[]> {
+/** The job's accepted-report counter, from GET /jobs/:id. */
+async function acceptedReports(daemon: StartedDaemon, jobId: string): Promise<number> {
+  const response = await fetch(`${daemon.url}/jobs/${encodeURIComponent(jobId)}`);
+  if (!response.ok) throw new Error(`bench: GET /jobs/${jobId} answered ${response.status}`);
+  return ((await response.json()) as { counters: { reports: number } }).counters.reports;
+}
+
+/** One control-loop trial: [start, end] in performance.now() ms and its latency. */
+interface Trial {
+  startMs: number;
+  endMs: number;
+  latencyMs: number;
+}
+
+async function controlLoopLatency(trials: number): Promise<Trial[]> {
   const jobId = `bench-loop-${run}`;
   const stages = 8;
   const dp = 8;
   await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId, stages, dp)));
-  const app = await startDaemon();
+  const daemon = await startBenchDaemon();
   const keys = jobKeys(jobId);
   await waitFor(async () => (await redis.get(keys.schedule)) !== null);
   const last = (await redis.xrevrange(keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
   let cursor = last.length > 0 ? last[0][0] : '0-0';
   let iteration = 0;
   const slow = new Set<string>();
-  const latencies: number[] = [];
+  const latencies: Trial[] = [];
   const control = new Redis(REDIS_URL);
   const writeIteration = async () => {
     const p = redis.pipeline();
@@ -151,11 +170,11 @@ async function controlLoopLatency(trials: number): Promise<number[]> {
    * iteration that reveals the straggler) to the moment the prepare is read, whatever happens in
    * between: a prepare that comes after the read window, or after more iterations, is timed in full.
    */
-  const untilPrepare = async (): Promise<number> => {
+  const untilPrepare = async (): Promise<Trial> => {
     const t0 = performance.now();
     for (let k = 0; k < 100; k++) {
       await writeIteration();
-      const reply = (await control.xread('BLOCK', 200, 'STREAMS', keys.control, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+      const reply = (await control.xread('BLOCK', 50, 'STREAMS', keys.control, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
       const t1 = performance.now();
       for (const [, entries] of reply ?? []) {
         for (const [id, fields] of entries) {
@@ -164,7 +183,7 @@ async function controlLoopLatency(trials: number): Promise<number[]> {
           if (event.type === 'prepare') {
             await ackAll(event.version, event.epoch);
             await waitFor(async () => JSON.parse((await redis.get(keys.schedule))!).version === event.version);
-            return t1 - t0;
+            return { startMs: t0, endMs: t1, latencyMs: t1 - t0 };
           }
         }
       }
@@ -182,7 +201,7 @@ async function controlLoopLatency(trials: number): Promise<number[]> {
     await untilPrepare(); // recovery back to the initial plan
   }
   await control.quit();
-  await app.close();
+  await daemon.app.close();
   await cleanup(jobId);
   return latencies;
 }
@@ -222,18 +241,93 @@ function percentile(values: number[], p: number): number {
 
 /** Jobs left behind by an interrupted bench run would be adopted and slow this one down. */
 async function removeLeftovers(): Promise<void> {
-  for (const jobId of await redis.smembers('pipemorph:jobs')) if (jobId.startsWith('bench-')) await cleanup(jobId);
+  for (const jobId of await redis.smembers(JOBS_INDEX)) if (jobId.startsWith('bench-')) await cleanup(jobId);
 }
+
+/** What the daemon and the process did during one trial, ms. */
+interface Breakdown {
+  latencyMs: number;
+  /** Control passes (daemon span control_pass): ingest + detection and planning + publish. */
+  passMs: number;
+  ingestMs: number;
+  /** Detection snapshot and planning (detect_plan without its publish). */
+  planMs: number;
+  /** Publishing the prepare: Redis writes (fenced script) and their round trips. */
+  publishMs: number;
+  /** Garbage collections overlapping the trial. */
+  gcMs: number;
+  /** The rest: the bench's own writes and read, the daemon waiting in XREADGROUP, Redis, timers. */
+  otherMs: number;
+}
+
+const hrMs = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6 - performance.timeOrigin;
+
+/**
+ * The control-loop trials again with an in-memory tracer registered (the daemon's own spans) and a
+ * GC observer, each trial's latency broken down by what overlapped it.
+ */
+async function controlLoopBreakdown(trials: number): Promise<{ trials: Breakdown[]; eventLoopDelayP99Ms: number; eventLoopDelayMaxMs: number }> {
+  const exporter = new InMemorySpanExporter();
+  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  provider.register();
+  const gcs: Array<{ start: number; end: number }> = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push({ start: e.startTime, end: e.startTime + e.duration });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let timed: Trial[];
+  let spans: Array<{ name: string; start: number; end: number }>;
+  try {
+    timed = await controlLoopLatency(trials);
+    await provider.forceFlush();
+    // Read before shutdown, which empties the exporter.
+    spans = exporter.getFinishedSpans().map((sp) => ({ name: sp.name, start: hrMs(sp.startTime), end: hrMs(sp.endTime) }));
+  } finally {
+    loop.disable();
+    observer.disconnect();
+    await provider.shutdown();
+  }
+  const overlap = (a: number, b: number, s: number, e: number) => Math.max(0, Math.min(b, e) - Math.max(a, s));
+  const sum = (name: string, t: Trial) => spans.filter((sp) => sp.name === name).reduce((acc, sp) => acc + overlap(t.startMs, t.endMs, sp.start, sp.end), 0);
+  const out = timed.map((t) => {
+    const passMs = sum('pipemorph.control_pass', t);
+    const publishMs = sum('pipemorph.publish', t);
+    const gcMs = gcs.reduce((acc, g) => acc + overlap(t.startMs, t.endMs, g.start, g.end), 0);
+    return { latencyMs: t.latencyMs, passMs, ingestMs: sum('pipemorph.ingest', t), planMs: sum('pipemorph.detect_plan', t) - publishMs, publishMs, gcMs, otherMs: Math.max(0, t.latencyMs - passMs - gcMs) };
+  });
+  return { trials: out, eventLoopDelayP99Ms: loop.percentile(99) / 1e6, eventLoopDelayMaxMs: loop.max / 1e6 };
+}
+
+/** Mean of each part over the trials. */
+function meanBreakdown(trials: Breakdown[]): Breakdown {
+  const keys = Object.keys(trials[0]) as Array<keyof Breakdown>;
+  return Object.fromEntries(keys.map((k) => [k, r3(trials.reduce((a, t) => a + t[k], 0) / trials.length)])) as unknown as Breakdown;
+}
+
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 async function main(): Promise<void> {
   await removeLeftovers();
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
-  const latencies = await controlLoopLatency(100);
+  const latencies = (await controlLoopLatency(100)).map((t) => t.latencyMs);
+  const breakdown = await controlLoopBreakdown(100);
   await redis.quit();
-  const r = (x: number) => Math.round(x * 1000) / 1000;
-  console.log(JSON.stringify({ controlLoop: { trials: latencies.length, p50Ms: r(percentile(latencies, 50)), p90Ms: r(percentile(latencies, 90)), p99Ms: r(percentile(latencies, 99)), maxMs: r(Math.max(...latencies)) } }));
-  console.log(JSON.stringify({ ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: r(percentile(latencies, 50)), controlLoopP99Ms: r(percentile(latencies, 99)), heapBytesPer10kLinks: Math.round(heap) }));
+  const sorted = breakdown.trials.slice().sort((a, b) => a.latencyMs - b.latencyMs);
+  const tail = sorted.slice(Math.floor(sorted.length * 0.95));
+  const body = sorted.slice(0, Math.ceil(sorted.length / 2));
+  const where = { trials: sorted.length, p50Ms: r3(percentile(sorted.map((t) => t.latencyMs), 50)), p99Ms: r3(percentile(sorted.map((t) => t.latencyMs), 99)), fastestHalf: meanBreakdown(body), slowest5Pct: meanBreakdown(tail), eventLoopDelayP99Ms: r3(breakdown.eventLoopDelayP99Ms), eventLoopDelayMaxMs: r3(breakdown.eventLoopDelayMaxMs) };
+  const controlLoop = { trials: latencies.length, p50Ms: r3(percentile(latencies, 50)), p90Ms: r3(percentile(latencies, 90)), p99Ms: r3(percentile(latencies, 99)), maxMs: r3(Math.max(...latencies)) };
+  console.log(JSON.stringify({ controlLoop }));
+  console.log(JSON.stringify({ controlLoopWhere: where }));
+  const machine = { cpus: cpus().length, loadAverage1m: r3(loadavg()[0]), node: process.version };
+  const result = { bench: 'daemon', ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: controlLoop.p50Ms, controlLoopP99Ms: controlLoop.p99Ms, heapBytesPer10kLinks: Math.round(heap), controlLoop, controlLoopWhere: where, machine };
+  const dir = join(__dirname, '..', '..', 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'daemon.json'), `${JSON.stringify(result)}\n`);
+  console.log(JSON.stringify(result));
 }
 
 main().catch((error) => {

@@ -91,6 +91,20 @@ function e2ePacedTable(r: Json): string {
   return lines.join('\n');
 }
 
+function daemonTable(r: Json): string {
+  const w = r.controlLoopWhere;
+  const part = (b: Json) => `ingest ${fmt(b.ingestMs, 1)}, planning ${fmt(b.planMs, 1)}, publish ${fmt(b.publishMs, 1)}, GC ${fmt(b.gcMs, 1)}, rest ${fmt(b.otherMs, 1)}`;
+  return [
+    '| measure | result | target |',
+    '|---|---|---|',
+    `| \`ingestSamplesPerSec\`: link samples per second draining a 51,200-report backlog (512 ranks, 4 links each) | ${Math.round(r.ingestSamplesPerSec).toLocaleString('en-US')} | >= 100,000 |`,
+    `| \`controlLoopP50Ms\` / \`controlLoopP99Ms\`: writing the reports that reveal a straggler -> prepared schedule announced (S=8, N=32, 64 ranks, ${r.controlLoop.trials} trials) | ${fmt(r.controlLoopP50Ms, 1)} / ${fmt(r.controlLoopP99Ms, 1)} ms | p99 < 20 ms |`,
+    `| where a trial's time goes (the daemon's own spans, GC; ${w.trials} traced trials, mean ms): fastest half / slowest 5% | ${fmt(w.fastestHalf.latencyMs, 1)}: ${part(w.fastestHalf)} / ${fmt(w.slowest5Pct.latencyMs, 1)}: ${part(w.slowest5Pct)} | |`,
+    `| \`heapBytesPer10kLinks\`: detector heap plus typed-array storage | ${fmt(r.heapBytesPer10kLinks / 1e6, 1)} MB | bounded |`,
+    `| machine during the run | ${r.machine.cpus} cores, 1-minute load average ${fmt(r.machine.loadAverage1m, 1)}, Node ${r.machine.node} | |`,
+  ].join('\n');
+}
+
 function engineSpeedTable(r: Json): string {
   const lines = ['| S | N | generate (ms) | simulate (ms) |', '|---|---|---|---|'];
   for (const [S, N] of [[8, 32], [16, 128], [64, 512]]) {
@@ -126,6 +140,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
   'e2e-paced': e2ePacedTable,
+  daemon: daemonTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
 };
