@@ -16,14 +16,7 @@
  * healthy (no slow link), zb-static, falcon (re-map once, 3 iterations after the onset, static
  * ZeroBubble after: src/emulator/remap-policy.ts) and pipemorph (the daemon: re-map, then adapt).
  *
- * Then paced rows (RankGroup `pace`): pipemorph again on some of the scenarios, same daemon settings,
- * on a wall clock that runs at `pace` x real time: every rank reports and reads control at its own
- * iteration boundary and nothing waits for the daemon, so its ingest, planning, timers and Redis
- * round trips cost iterations. Under pace < 1 they cost 1/pace times more than at real time
- * (pessimistic for pipemorph).
- *
- * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the pipeline
- * rows, =paced only the paced rows.
+ * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others.
  * The daemon takes PIPEMORPH__section__key overrides from the environment, to compare settings
  * (e.g. PIPEMORPH__control__planner=search).
  * Last line: one JSON document ({ scenarios, dpScenarios }), also written to bench/results/e2e.json
@@ -51,30 +44,19 @@ type DpPolicy = (typeof DP_POLICIES)[number];
 /** Paper, sec. 7.3 / Fig. 19: ZeroBubble degrades up to 8.04x; Falcon's remap 3.6x faster than ZB; PipeMorph 1.96x faster than Falcon. */
 const PAPER_DP = { zbSlowdownUpTo: 8.04, falconOverZb: 3.6, pipemorphOverFalcon: 1.96 };
 const ONLY = (process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? process.env.PIPEMORPH_BENCH_ONLY ?? '').toLowerCase();
-if (!['', 'dp', 'pp', 'paced'].includes(ONLY)) throw new Error(`PIPEMORPH_BENCH_ONLY / --only must be dp, pp or paced, not ${JSON.stringify(ONLY)}`);
-/** Paced rows: scenario name and pace (wall ms per simulated ms). */
-const PACED: Array<{ scenario: string; pace: number }> = [
-  { scenario: '4-stage, 30 ms on link 2-3', pace: 1 },
-  { scenario: '8-stage, dynamic trace A', pace: 0.25 },
-];
+if (!['', 'dp', 'pp'].includes(ONLY)) throw new Error(`PIPEMORPH_BENCH_ONLY / --only must be dp or pp, not ${JSON.stringify(ONLY)}`);
 
 function mean(results: IterationResult[], skip: number): number {
   const kept = results.slice(Math.min(skip, results.length - 1));
   return kept.reduce((a, r) => a + r.iterationMs, 0) / kept.length;
 }
 
-/**
- * The same settings for lockstep and paced rows, so what differs between them is the clock alone.
- * Wall-clock re-plan intervals mean nothing in virtual time: the hysteresis (in iterations) governs.
- * The switch's lead is converted to iterations with the reported iteration times, the same under
- * either clock; the prepare timeout and back-off run on the wall clock (under a pace < 1 they
- * last longer in iterations: pessimistic for pipemorph).
- */
 async function startBenchDaemon(): Promise<INestApplication> {
   const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply, e.g. to compare settings
   config.http.port = 0;
   config.ingest.blockMs = 5;
   config.jobs.discoveryIntervalMs = 20;
+  // Wall-clock intervals mean nothing in virtual time: the hysteresis (in iterations) governs.
   config.control.minReplanIntervalMs = 0;
   config.http.host = '127.0.0.1';
   return (await startDaemon(config)).app;
@@ -95,65 +77,39 @@ async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActi
   return { results, group };
 }
 
-async function runPipemorph(redis: Redis, scenario: Scenario, index: number, pace?: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
-  const job = new EmulatedJob(`bench-e2e-${pace === undefined ? '' : 'paced-'}${index}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
-  return runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations, pace);
+async function runPipemorph(redis: Redis, scenario: Scenario, index: number, pace?: number): Promise<{ results: IterationResult[]; switchedAt: number | null }> {
+  const job = new EmulatedJob(`bench-e2e-${index}${pace ? 'p' : ''}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+  const { results, group } = await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations, pace);
+  const first = group.history[0]?.versions[0];
+  return { results, switchedAt: group.history.find((h) => h.versions[0] !== first)?.iteration ?? null };
 }
 
-/** The first iteration that ran another schedule version than iteration 0 (null: never switched). */
-function firstSwitch(group: RankGroup): number | null {
-  const h = group.history;
-  return h.find((x) => x.versions[0] !== h[0].versions[0])?.iteration ?? null;
-}
+/** Wall-clock iterations scaled by these in the paced rows: at 0.05 a 768 ms iteration takes about 38 ms, at 0.01 about 8 ms. */
+const PACES = [0.05, 0.01];
 
 interface PacedRow {
   name: string;
-  pace: number;
-  iterations: number;
-  lockstepMs: number;
-  pacedMs: number;
-  oracleMs: number;
-  lockstepOverOracle: number;
-  pacedOverOracle: number;
-  firstSwitchLockstep: number | null;
-  firstSwitchPaced: number | null;
-  /** How late the paced ranks ever reached a boundary (the machine could not keep the pace), ms of wall time. */
-  maxBehindMs: number;
-  wallS: number;
+  lockstep: { meanIterationMs: number; switchedAt: number | null };
+  paced: Array<{ pace: number; meanIterationMs: number; switchedAt: number | null }>;
 }
 
-/** The paced rows; `lockstep` has the lockstep side of each comparison when it was measured already. */
-async function runPacedRows(redis: Redis, all: Scenario[], lockstep: Map<string, { ms: number; oracleMs: number; firstSwitch: number | null }>): Promise<PacedRow[]> {
+/**
+ * The constant-straggler scenarios again with the ranks on a paced wall clock (RankGroup `pace`):
+ * each iteration lasts its emulated time x pace (PACES), each rank reads control once at its own boundary, and the
+ * daemon's wall-clock reaction (ingest, planning, the handshake's round trips) costs iterations.
+ * Lockstep hides that cost; the difference in switch iteration and steady-state time is it.
+ */
+async function runPacedScenarios(redis: Redis, list: Scenario[]): Promise<PacedRow[]> {
   const rows: PacedRow[] = [];
-  for (const [index, { scenario: name, pace }] of PACED.entries()) {
-    const scenario = all.find((s) => s.name === name);
-    if (!scenario) throw new Error(`paced row: no scenario ${JSON.stringify(name)}`);
-    let before = lockstep.get(name);
-    if (!before) {
-      // --only=paced: the lockstep side of the comparison is measured here too.
-      const { results, group } = await runPipemorph(redis, scenario, 100 + index);
-      const oracle = runOraclePolicy(new EmulatedJob('oracle', scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION), scenario.iterations, { deviceActivations: scenario.deviceActivations });
-      before = { ms: mean(results, scenario.skip), oracleMs: mean(oracle, scenario.skip), firstSwitch: firstSwitch(group) };
+  for (const [index, scenario] of list.filter((s) => s.name.includes(' ms on link')).entries()) {
+    const lock = await runPipemorph(redis, scenario, 100 + index);
+    const paced: PacedRow['paced'] = [];
+    for (const pace of PACES) {
+      const run = await runPipemorph(redis, scenario, 100 + index, pace);
+      paced.push({ pace, meanIterationMs: round(mean(run.results, scenario.skip)), switchedAt: run.switchedAt });
+      console.error(`${scenario.name} / paced x${pace}: ${paced[paced.length - 1].meanIterationMs} ms, switched at ${run.switchedAt} (lockstep ${lock.switchedAt})`);
     }
-    const t0 = performance.now();
-    const { results, group } = await runPipemorph(redis, scenario, 200 + index, pace);
-    const ms = mean(results, scenario.skip);
-    const wallS = (performance.now() - t0) / 1000;
-    console.error(`${name} / pipemorph paced ${pace}x: ${ms.toFixed(1)} ms (lockstep ${before.ms.toFixed(1)}; ${wallS.toFixed(1)} s wall, at most ${group.maxBehindMs.toFixed(0)} ms behind)`);
-    rows.push({
-      name,
-      pace,
-      iterations: scenario.iterations,
-      lockstepMs: round(before.ms),
-      pacedMs: round(ms),
-      oracleMs: round(before.oracleMs),
-      lockstepOverOracle: round(before.ms / before.oracleMs),
-      pacedOverOracle: round(ms / before.oracleMs),
-      firstSwitchLockstep: before.firstSwitch,
-      firstSwitchPaced: firstSwitch(group),
-      maxBehindMs: round(group.maxBehindMs),
-      wallS: round(wallS),
-    });
+    rows.push({ name: scenario.name, lockstep: { meanIterationMs: round(mean(lock.results, scenario.skip)), switchedAt: lock.switchedAt }, paced });
   }
   return rows;
 }
@@ -227,29 +183,21 @@ async function main(): Promise<void> {
   const redis = new Redis(REDIS_URL);
   const app = await startBenchDaemon();
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
-  const all = scenarios(trace);
   const rows = [];
   let dpRows: DpRow[] = [];
   let pacedRows: PacedRow[] = [];
-  const lockstep = new Map<string, { ms: number; oracleMs: number; firstSwitch: number | null }>();
   try {
-    for (const [index, scenario] of (ONLY === 'dp' || ONLY === 'paced' ? [] : all).entries()) {
+    for (const [index, scenario] of (ONLY === 'dp' ? [] : scenarios(trace)).entries()) {
       const healthyJob = new EmulatedJob('healthy', scenario.profile, 1, constantDelay({}), DEFAULT_EMULATION);
       const memory = { deviceActivations: scenario.deviceActivations };
       const healthyMs = mean(runStaticPolicy(healthyJob, 'zb-static', 30, memory), 5);
       const policies: Partial<Record<Policy, { meanIterationMs: number; itersPerMin: number; slowdown: number }>> = {};
-      let switchAt: number | null = null;
       for (const policy of POLICIES) {
         const t0 = performance.now();
         const fresh = () => new EmulatedJob(policy, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
-        const pipemorph = async () => {
-          const run = await runPipemorph(redis, scenario, index);
-          switchAt = firstSwitch(run.group);
-          return run.results;
-        };
         const results =
           policy === 'pipemorph'
-            ? await pipemorph()
+            ? (await runPipemorph(redis, scenario, index)).results
             : policy === 'oracle'
               ? runOraclePolicy(fresh(), scenario.iterations, memory)
               : runStaticPolicy(fresh(), policy as StaticPolicy, scenario.iterations, memory);
@@ -260,18 +208,17 @@ async function main(): Promise<void> {
       const p = policies.pipemorph!.meanIterationMs;
       const speedup = Object.fromEntries(POLICIES.filter((x) => x !== 'pipemorph').map((x) => [x, round(policies[x]!.meanIterationMs / p)]));
       rows.push({ name: scenario.name, iterations: scenario.iterations, skip: scenario.skip, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup, pipemorphOverOracle: round(p / policies.oracle!.meanIterationMs) });
-      lockstep.set(scenario.name, { ms: p, oracleMs: policies.oracle!.meanIterationMs, firstSwitch: switchAt });
     }
-    if (ONLY === '' || ONLY === 'dp') dpRows = await runDpScenarios(redis);
-    if (ONLY === '' || ONLY === 'paced') pacedRows = await runPacedRows(redis, all, lockstep);
+    if (ONLY !== 'dp') pacedRows = await runPacedScenarios(redis, scenarios(trace));
+    if (ONLY !== 'pp') dpRows = await runDpScenarios(redis);
   } finally {
     await app.close();
     await redis.quit();
   }
   if (rows.length > 0) printTable(rows);
   if (dpRows.length > 0) printDpTable(dpRows);
-  if (pacedRows.length > 0) printPacedTable(pacedRows);
-  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, dpScenarios: dpRows, paced: pacedRows, paperDp: PAPER_DP });
+  for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
+  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP });
   // A partial run (--only) leaves the committed results, which the README's tables come from, alone.
   if (ONLY === '') {
     mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
@@ -291,13 +238,6 @@ function printTable(rows: Array<{ name: string; healthyMs: number; policies: Par
     const cells = POLICIES.map((p) => `${r.policies[p]!.meanIterationMs.toFixed(0)} (${r.policies[p]!.slowdown.toFixed(2)}x)`.padStart(16));
     const s = r.speedupOfPipemorph;
     console.log([r.name.padEnd(30), r.healthyMs.toFixed(0).padStart(7), ...cells, `  ${s['zb-static']}x / ${s['1f1b-static']}x / ${s['delegation-only']}x, ${r.pipemorphOverOracle}x`].join(' '));
-  }
-}
-
-function printPacedTable(rows: PacedRow[]): void {
-  console.log(`\nPaced clock (control-plane latency real), pipemorph mean iteration ms: lockstep vs paced, / oracle`);
-  for (const r of rows) {
-    console.log(`${r.name.padEnd(30)} pace ${r.pace}x: lockstep ${r.lockstepMs.toFixed(0)} (${r.lockstepOverOracle}x oracle, switch at ${r.firstSwitchLockstep ?? '-'}), paced ${r.pacedMs.toFixed(0)} (${r.pacedOverOracle}x oracle, switch at ${r.firstSwitchPaced ?? '-'}), at most ${r.maxBehindMs.toFixed(0)} ms behind, ${r.wallS.toFixed(0)} s`);
   }
 }
 

