@@ -23,12 +23,11 @@
  * (the README's tables are rendered from it: npm run readme:tables).
  */
 import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppModule } from '../src/daemon/app.module';
 import { loadConfig } from '../src/daemon/config/load-config';
+import { startDaemon } from '../src/daemon/start-daemon.util';
 import { constantDelay } from '../src/emulator/delay/constant-delay';
 import { DEFAULT_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
 import { RankGroup } from '../src/emulator/rank-group';
@@ -52,16 +51,15 @@ function mean(results: IterationResult[], skip: number): number {
   return kept.reduce((a, r) => a + r.iterationMs, 0) / kept.length;
 }
 
-async function startDaemon(): Promise<INestApplication> {
+async function startBenchDaemon(): Promise<INestApplication> {
   const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply, e.g. to compare settings
   config.http.port = 0;
   config.ingest.blockMs = 5;
   config.jobs.discoveryIntervalMs = 20;
   // Wall-clock intervals mean nothing in virtual time: the hysteresis (in iterations) governs.
   config.control.minReplanIntervalMs = 0;
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: false });
-  await app.listen(0, '127.0.0.1');
-  return app;
+  config.http.host = '127.0.0.1';
+  return (await startDaemon(config)).app;
 }
 
 async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number, pace?: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
@@ -97,7 +95,7 @@ interface PacedRow {
 
 /**
  * The constant-straggler scenarios again with the ranks on a paced wall clock (RankGroup `pace`):
- * each iteration lasts its emulated time x pace (PACES), ranks read control once per boundary, and the
+ * each iteration lasts its emulated time x pace (PACES), each rank reads control once at its own boundary, and the
  * daemon's wall-clock reaction (ingest, planning, the handshake's round trips) costs iterations.
  * Lockstep hides that cost; the difference in switch iteration and steady-state time is it.
  */
@@ -183,7 +181,7 @@ async function runDpScenarios(redis: Redis): Promise<DpRow[]> {
 
 async function main(): Promise<void> {
   const redis = new Redis(REDIS_URL);
-  const app = await startDaemon();
+  const app = await startBenchDaemon();
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const rows = [];
   let dpRows: DpRow[] = [];

@@ -18,13 +18,12 @@
  * written to bench/results/real.json.
  */
 import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
-import { AppModule } from '../src/daemon/app.module';
 import { loadConfig } from '../src/daemon/config/load-config';
+import { startDaemon } from '../src/daemon/start-daemon.util';
 import { parseDelaySpec } from '../src/emulator/delay/delay-spec';
 import { DEFAULT_EMULATION, EmulatedJob } from '../src/emulator/emulated-job';
 import { replicaPlans } from '../src/emulator/replica-plans';
@@ -82,15 +81,14 @@ function modelMs(s: RealScenario, schedule: PublishedSchedule, spec: string, ite
   return total / iterations;
 }
 
-async function startDaemon(): Promise<INestApplication> {
+async function startBenchDaemon(): Promise<INestApplication> {
   const config = loadConfig({ REDIS_URL });
   config.http.port = 0;
+  config.http.host = '127.0.0.1';
   config.ingest.blockMs = 20;
   config.jobs.discoveryIntervalMs = 50;
   config.control.minReplanIntervalMs = 0;
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: false });
-  await app.listen(0, '127.0.0.1');
-  return app;
+  return (await startDaemon(config)).app;
 }
 
 async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSchedule> {
@@ -177,7 +175,7 @@ function fmt(x: number | null, digits = 0): string {
 
 async function main(): Promise<void> {
   const redis = new Redis(REDIS_URL);
-  const app = await startDaemon();
+  const app = await startBenchDaemon();
   const rows: ScenarioRow[] = [];
   try {
     const list = realScenarios();

@@ -11,14 +11,12 @@
  * (src/real/real-act.ts).
  */
 import 'reflect-metadata';
-import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { AppModule } from '../daemon/app.module';
 import { loadConfig } from '../daemon/config/load-config';
-import { JobRegistry } from '../daemon/jobs/job-registry.service';
+import { startDaemon, StartedDaemon } from '../daemon/start-daemon.util';
 import { stepDelay } from './delay/step-delay';
 import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
+import { fetchJobDetail } from './job-detail.client';
 import { RankGroup } from './rank-group';
 import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from './scenarios';
 import { runStaticPolicy } from './static-policy';
@@ -66,32 +64,33 @@ async function main(): Promise<void> {
   } catch {
     throw new Error(`no Redis answers at ${config.redis.url}: run scripts/ensure-redis.sh (starts or installs one) or set REDIS_URL`);
   }
-  let app: INestApplication;
+  config.http.host = '127.0.0.1';
+  let daemon: StartedDaemon;
   try {
-    app = await NestFactory.create(AppModule.forRoot(config), { logger: false });
-    await app.listen(config.http.port, '127.0.0.1');
+    daemon = await startDaemon(config);
   } catch {
-    config.http.port = 0;
-    app = await NestFactory.create(AppModule.forRoot(config), { logger: false });
-    await app.listen(0, '127.0.0.1');
+    config.http.port = 0; // the configured port is taken: any free one
+    daemon = await startDaemon(config);
   }
-  const port = (app.getHttpServer().address() as { port: number }).port;
-  const registry = app.get(JobRegistry);
+  const { app } = daemon;
+  // The demo reads the daemon like any client: GET /jobs/:id and Redis.
+  const baseUrl = daemon.url;
+  const port = Number(new URL(baseUrl).port);
 
   const real = process.argv.includes('--real') || process.env.DEMO_RANKS === 'real' || process.env.DEMO_RANKS === 'torch';
   const acts = process.env.DEMO_ACTS ?? '1,2';
-  console.log(paint('1', 'pipemorph live demo') + `: daemon on http://127.0.0.1:${port} (GET /jobs, /metrics), Redis at ${config.redis.url}\n`);
+  console.log(paint('1', 'pipemorph live demo') + `: daemon on ${baseUrl} (GET /jobs, /metrics), Redis at ${config.redis.url}\n`);
   try {
     if (real) await realAct(redis, config.redis.url, port, paint, bar);
-    else if (acts.includes('1')) await pipelineAct(redis, registry, port, () => stopping);
-    if (!real && acts.includes('2') && !stopping) await dataParallelAct(redis, registry, port, () => stopping);
+    else if (acts.includes('1')) await pipelineAct(redis, baseUrl, () => stopping);
+    if (!real && acts.includes('2') && !stopping) await dataParallelAct(redis, baseUrl, () => stopping);
   } finally {
     await app.close();
     await redis.quit();
   }
 }
 
-async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, stopped: () => boolean): Promise<void> {
+async function pipelineAct(redis: Redis, baseUrl: string, stopped: () => boolean): Promise<void> {
   const profile = megatron8();
   const delays = stepDelay([{ fromIteration: START, links: [SLOW_LINK], delayMs: DELAY_MS }, { fromIteration: END, links: [SLOW_LINK], delayMs: 0 }]);
   const jobId = `demo-${Date.now().toString(36)}`;
@@ -99,7 +98,7 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
   const scenario = scenarios().find((s) => s.name.includes('link 6-7'))!;
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
 
-  console.log(paint('1', 'act 1: a slow pipeline link') + ` (try http://127.0.0.1:${port}/jobs/${jobId}/view)`);
+  console.log(paint('1', 'act 1: a slow pipeline link') + ` (try ${baseUrl}/jobs/${jobId}/view)`);
   console.log(`emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}\n`);
   await group.register();
   const first = await group.connect();
@@ -112,13 +111,12 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
       const started = Date.now();
       const result = await group.step();
       const version = group.history[group.history.length - 1].versions[0];
-      const runtime = registry.get(jobId);
-      TIMELINES.capture(runtime);
-      const snapshot = runtime?.detector.snapshot();
-      const slow = snapshot?.pipelineLinks.filter((l) => l.straggler).map((l) => `link ${l.link}-${l.link + 1} +${l.extraMs.toFixed(0)} ms`) ?? [];
+      const detail = await fetchJobDetail(baseUrl, jobId);
+      await TIMELINES.capture(baseUrl, jobId, detail?.scheduleVersion ?? null);
+      const slow = detail?.links.pipeline.filter((l) => l.straggler).map((l) => `link ${l.link}-${l.link + 1} +${l.extraMs.toFixed(0)} ms`) ?? [];
       const running = group.agreedVersion(i);
       const delegation = running.delegation.map((d) => d.rank).join(',') || '-';
-      const pending = runtime?.handshake ? paint('33', ` switching to v${runtime.handshake.schedule.version} at it ${runtime.handshake.schedule.effectiveIteration}`) : '';
+      const pending = detail?.handshake ? paint('33', ` switching to v${detail.handshake.version} at it ${detail.handshake.effectiveIteration}`) : '';
       const injected = delays.delayMs(SLOW_LINK, 0, i) > 0 ? paint('31', `injected +${DELAY_MS} ms`) : 'healthy link  ';
       console.log(
         `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs, healthyMs)}  v${version}  ${injected}  detected: ${slow.join(', ') || '-'}  delegation: ${delegation}${pending}`,
@@ -146,7 +144,7 @@ function printTimelines(jobId: string): void {
   for (const path of paths) console.log(`  ${path}`);
 }
 
-async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number, stopped: () => boolean): Promise<void> {
+async function dataParallelAct(redis: Redis, baseUrl: string, stopped: () => boolean): Promise<void> {
   const scenario = dpRackScenario(DP_DELAY_MS, DP_START);
   const jobId = `demo-dp-${Date.now().toString(36)}`;
   const job = dpScenarioJob(scenario, jobId);
@@ -156,7 +154,7 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
   const staticRuns = runStaticPolicy(dpScenarioJob(dpRackScenario(DP_DELAY_MS, 0), 's'), 'zb-static', 10, { deviceActivations: scenario.deviceActivations });
   const staticMs = staticRuns.reduce((a, r) => a + r.iterationMs, 0) / staticRuns.length;
   const layout = () => [0, 1].map((dp) => `[${[0, 1, 2, 3].map((pp) => job.rankOf(dp, pp)).join(' ')}]`).join(' ');
-  console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try http://127.0.0.1:${port}/jobs/${jobId}/view)`);
+  console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try ${baseUrl}/jobs/${jobId}/view)`);
   console.log(`emulated job: 2 replicas x 4 stages, replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B: every stage's ring all-reduce`);
   console.log(`(3.5 GB of gradients per stage) crosses the rack uplink, +${DP_DELAY_MS} ms on it from iteration ${DP_START}; healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
   await group.register();
@@ -166,13 +164,12 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
     for (let i = 0; i < DP_ITERATIONS && !stopped(); i++) {
       const started = Date.now();
       const result = await group.step();
-      const runtime = registry.get(jobId);
-      TIMELINES.capture(runtime);
-      const snapshot = runtime?.detector.snapshot();
-      const dpSlow = snapshot?.dataParallelLinks.filter((l) => l.straggler).length ?? 0;
-      const ppSlow = snapshot?.pipelineLinks.filter((l) => l.straggler).map((l) => `dp ${l.dp} link ${l.link}-${l.link + 1}`) ?? [];
+      const detail = await fetchJobDetail(baseUrl, jobId);
+      await TIMELINES.capture(baseUrl, jobId, detail?.scheduleVersion ?? null);
+      const dpSlow = detail?.links.dataParallel.filter((l) => l.straggler).length ?? 0;
+      const ppSlow = detail?.links.pipeline.filter((l) => l.straggler).map((l) => `dp ${l.dp} link ${l.link}-${l.link + 1}`) ?? [];
       const detected = [dpSlow > 0 ? `${dpSlow} ring links` : '', ...ppSlow].filter(Boolean).join(', ') || '-';
-      const pending = runtime?.handshake ? paint('33', ` switching to v${runtime.handshake.schedule.version} at it ${runtime.handshake.schedule.effectiveIteration}`) : '';
+      const pending = detail?.handshake ? paint('33', ` switching to v${detail.handshake.version} at it ${detail.handshake.effectiveIteration}`) : '';
       const slow = i >= DP_START;
       const note = result.migrationMs > 0 ? paint('33', ` (ranks ${group.agreedVersion(i).topology?.moved.join(',')} load their new stage: +${result.migrationMs.toFixed(0)} ms once)`) : '';
       console.log(

@@ -78,6 +78,12 @@ export interface IterationResult {
   migrationMs: number;
   /** Topology version in force (0: the registration layout). */
   topologyVersion: number;
+  /**
+   * Per rank (index = rank), ms after startMs at which it reached its iteration boundary: its last
+   * op done (after a migration); with the all-reduce modelled, the iteration's end (its ring waits
+   * for the slowest replica). A paced clock writes the rank's report and reads control then.
+   */
+  rankDoneMs: number[];
   reports: RankReport[];
 }
 
@@ -265,6 +271,13 @@ export class EmulatedJob {
       iterationMs = Math.max(iterationMs, iterationWithAllReduceMs(model, replicas.map((r) => stageFinishTimes(r.run)), ringExtra));
     }
     iterationMs += migrationMs;
+    const rankDoneMs = new Array<number>(this.dp * this.stages).fill(iterationMs);
+    if (!model) {
+      for (let dp = 0; dp < this.dp; dp++) {
+        const finish = stageFinishTimes(replicas[dp].run);
+        for (let pp = 0; pp < this.stages; pp++) rankDoneMs[this.rankOf(dp, pp)] = migrationMs + finish[pp];
+      }
+    }
     const reports: RankReport[] = [];
     for (let dp = 0; dp < this.dp; dp++) {
       const { run, opMs } = replicas[dp];
@@ -272,7 +285,7 @@ export class EmulatedJob {
     }
     for (const r of reports) r.iterationMs = iterationMs;
     this.clockMs += iterationMs;
-    return { iteration, startMs, iterationMs, replicaMs, allReduceMs, migrationMs, topologyVersion: this.topology, reports };
+    return { iteration, startMs, iterationMs, replicaMs, allReduceMs, migrationMs, topologyVersion: this.topology, rankDoneMs, reports };
   }
 
   private delegated(plan: ReplicaPlan, dp: number, link: number): number {

@@ -1,19 +1,19 @@
 import type Redis from 'ioredis';
-import { toPipelineModel } from '../core/pipeline/pipeline-model';
-import { formatSchedule, warmupOf } from '../core/pipeline/schedule';
-import { planPipeline } from '../core/planner/plan';
 import { PublishedSchedule, TopologyAssignment } from '../protocol/protocol-v1.type';
 import { constantDelay } from './delay/constant-delay';
 import { DEFAULT_EMULATION, EmulatedJob } from './emulated-job';
 import { rackLocalities, staticFabric } from './fabric/static-fabric';
 import { RankGroup } from './rank-group';
 import { uniform4 } from './scenarios';
+import { uniform4Schedule } from './uniform4-schedule.fixture';
 
 /** Just enough of Redis for RankGroup without lockstep: a schedule key, a control stream, written reports. */
 class FakeRedis {
   schedule: string | null = null;
   readonly control: Array<[string, string[]]> = [];
   readonly written: unknown[][] = [];
+  /** Called after each entry written through a pipeline (a paced rank's report). */
+  onWrite: (args: unknown[]) => void = () => undefined;
   private seq = 0;
   async xadd(...args: unknown[]): Promise<string> {
     this.written.push(args);
@@ -28,7 +28,7 @@ class FakeRedis {
   pipeline() {
     const reads: Array<Promise<unknown>> = [];
     const p = {
-      xadd: (...args: unknown[]) => (this.written.push(args), p),
+      xadd: (...args: unknown[]) => (this.written.push(args), this.onWrite(args), p),
       xread: (count: string, n: number, streams: string, key: string, cursor: string) => (reads.push(this.xread(count, n, streams, key, cursor)), p),
       exec: async () => (await Promise.all(reads)).map((r) => [null, r]),
     };
@@ -44,21 +44,7 @@ class FakeRedis {
 }
 
 const u4 = uniform4();
-const zb = planPipeline(toPipelineModel(u4), { policy: 'initial' }).run.order;
-const schedule = (version: number, effectiveIteration: number, topology?: TopologyAssignment): PublishedSchedule => ({
-  protocol: 1,
-  jobId: 'j',
-  version,
-  epoch: 1,
-  state: 'committed',
-  effectiveIteration,
-  createdAt: 0,
-  pipelines: [{ dpReplicas: [0, 1], warmup: warmupOf(zb), stages: formatSchedule(zb) }],
-  delegation: [],
-  reason: { kind: topology ? 'remap' : 'initial', links: [], detail: '' },
-  prediction: { previousMs: null, newMs: 390 },
-  ...(topology ? { topology } : {}),
-});
+const schedule = (version: number, effectiveIteration: number, topology?: TopologyAssignment): PublishedSchedule => uniform4Schedule(version, effectiveIteration, [0, 1], topology);
 const inRack: TopologyAssignment = {
   version: 1,
   sinceVersion: 2,
@@ -110,5 +96,51 @@ describe('RankGroup and topologies', () => {
     // Reports after the switch name the new neighbours.
     const rank2 = after.reports.find((r) => r.rank === 2)!;
     expect(rank2.links.map((l) => [l.kind, l.peer])).toEqual([['pipeline', 3], ['data-parallel', 0]]);
+  });
+});
+
+describe('RankGroup on a paced clock', () => {
+  const reportOf = (args: unknown[]) => JSON.parse(args[args.length - 1] as string) as { type: string; rank: number; iteration: number };
+
+  it('each rank reports and reads control at its own boundary, in the order its last op finishes', async () => {
+    const redis = new FakeRedis();
+    const job = new EmulatedJob('j', u4, 1, constantDelay({ 1: 5 }), { ...DEFAULT_EMULATION, jitter: 0 });
+    const group = new RankGroup(redis as unknown as Redis, job, { lockstep: false, pace: 0.01, deviceActivations: [8, 8, 8, 8], hostActivations: 64 });
+    redis.schedule = JSON.stringify(schedule(1, 0));
+    await group.connect();
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push(await group.step());
+    // A commit lands between two ranks' boundaries of iteration 3: after the second rank's report.
+    const seen: number[] = [];
+    redis.onWrite = (args) => {
+      const r = reportOf(args);
+      if (r.type !== 'report' || r.iteration !== 3) return;
+      seen.push(r.rank);
+      if (seen.length === 2) {
+        redis.schedule = JSON.stringify(schedule(2, 4));
+        redis.event('prepare', 2, 4);
+        redis.event('commit', 2, 4);
+      }
+    };
+    results.push(await group.step());
+    await group.step();
+    const done = results[3].rankDoneMs;
+    expect(seen).toEqual([0, 1, 2, 3].sort((a, b) => done[a] - done[b]));
+    expect(new Set(done).size).toBe(4);
+    // The first rank had read before the commit: at iteration 4 it alone still knows only version 1
+    // (all ranks reading at one instant would all know version 2). The MIN keeps the job on 1.
+    const local = group.history[4].local;
+    expect(local[seen[0]]).toBe(1);
+    expect(seen.slice(1).map((r) => local[r])).toEqual([2, 2, 2]);
+    expect(group.history[4].versions).toEqual([1, 1, 1, 1]);
+  });
+
+  it('refuses a pace with lockstep, or a pace that is not a finite number > 0', () => {
+    const job = new EmulatedJob('j', u4, 1, constantDelay({}), DEFAULT_EMULATION);
+    const make = (lockstep: boolean, pace: number) => () => new RankGroup(new FakeRedis() as unknown as Redis, job, { lockstep, pace, deviceActivations: [8, 8, 8, 8], hostActivations: 64 });
+    expect(make(true, 1)).toThrow(/lockstep false/);
+    expect(make(false, 0)).toThrow(/finite number > 0/);
+    expect(make(false, Number.POSITIVE_INFINITY)).toThrow(/finite number > 0/);
+    expect(make(false, 0.5)).not.toThrow();
   });
 });

@@ -1,12 +1,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { jobTimelineSvg } from '../daemon/api/job-view.model';
-import { JobRuntime } from '../daemon/jobs/job-runtime';
+import { fetchTimelineSvg } from './job-detail.client';
 
 /**
- * Writes the before/after timeline of each switch a job makes (what GET /jobs/:id/timeline.svg
- * shows right after the commit: both schedules simulated under the link estimates that caused
- * it) to `dir`, one SVG per switch; `capture` is called once per iteration.
+ * Writes the before/after timeline of each switch a job makes (GET /jobs/:id/timeline.svg right
+ * after the commit: both schedules simulated under the link estimates that caused it) to `dir`,
+ * one SVG per switch; `capture` is called once per iteration with the version GET /jobs/:id names.
  */
 export class SwitchTimelines {
   readonly dir: string;
@@ -18,15 +17,15 @@ export class SwitchTimelines {
   }
 
   /** Returns the path written when the job committed a new version since the last call. */
-  capture(runtime: JobRuntime | undefined): string | null {
-    const current = runtime?.history.current;
-    const replaced = runtime?.history.replaced;
-    if (!runtime || !current || !replaced || this.seen.get(runtime.jobId) === current.version) return null;
-    this.seen.set(runtime.jobId, current.version);
-    const svg = jobTimelineSvg(runtime);
+  async capture(baseUrl: string, jobId: string, version: number | null): Promise<string | null> {
+    if (version === null) return null;
+    const before = this.seen.get(jobId);
+    this.seen.set(jobId, version);
+    if (before === undefined || before === version) return null;
+    const svg = await fetchTimelineSvg(baseUrl, jobId);
     if (svg === null) return null;
     mkdirSync(this.dir, { recursive: true });
-    const path = join(this.dir, `${runtime.jobId}-v${replaced.version}-to-v${current.version}.svg`);
+    const path = join(this.dir, `${jobId}-v${before}-to-v${version}.svg`);
     writeFileSync(path, svg);
     this.written.push(path);
     return path;

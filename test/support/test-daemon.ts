@@ -1,9 +1,7 @@
-import { INestApplication } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppModule } from '../../src/daemon/app.module';
 import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
+import { startDaemon as startInProcess, StartedDaemon } from '../../src/daemon/start-daemon.util';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -37,10 +35,6 @@ export function testConfig(overrides: (c: PipemorphConfig) => void = () => undef
   return config;
 }
 
-export async function startDaemon(config: PipemorphConfig = testConfig()): Promise<{ app: INestApplication; url: string }> {
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: process.env.PIPEMORPH_TEST_LOGS ? ['log', 'warn', 'error'] : false });
-  app.enableShutdownHooks();
-  await app.listen(0, '127.0.0.1');
-  const address = app.getHttpServer().address() as { port: number };
-  return { app, url: `http://127.0.0.1:${address.port}` };
+export function startDaemon(config: PipemorphConfig = testConfig()): Promise<StartedDaemon> {
+  return startInProcess(config, { logs: Boolean(process.env.PIPEMORPH_TEST_LOGS), shutdownHooks: true });
 }
