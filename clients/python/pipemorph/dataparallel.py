@@ -6,6 +6,11 @@ injected extra latency sits inside the send (as on pipeline links) and the send 
 link to the successor go into the report as a `data-parallel` link (docs/protocol.md sec. 3.2),
 which is what lets the daemon find a slow ring link and re-map (sec. 5.5). Reduce-scatter then
 all-gather: every chunk is summed once and copied to the others, so the replicas end bit-identical.
+
+The ring starts with a barrier of the stage's replicas (the daemon's model: a stage's all-reduce
+starts when all its replicas finished their last op). Without it the first send's time would
+include waiting for a replica still busy with its last W, which is skew between replicas, not the
+link: on a loaded 2-core box that read as a 1-2 ms "slow" ring link and made the daemon re-map again.
 """
 import time
 from typing import Callable, List, Optional
@@ -33,6 +38,7 @@ class RingAllReduce:
         n = len(self.ring)
         if n < 2 or broken:
             return
+        dist.barrier(group=self.group)
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
         chunks = list(torch.tensor_split(flat, n))
         step = 0
