@@ -1,8 +1,13 @@
 /**
- * npm run bench:e2e: the same scenarios under four policies, in virtual time, in one process.
- * - zb-static / 1f1b-static: the schedule planned for the healthy job, never changed (GPU-direct sends);
- * - delegation-only: ZeroBubble with CPU delegation toggled on slow links (no re-scheduling);
- * - pipemorph: the real daemon (in this process) and emulated ranks speaking protocol v1 over Redis.
+ * npm run bench:e2e: the same scenarios under five policies, in virtual time, in one process.
+ * - zb-static / 1f1b-static: the schedule the daemon starts the job with (same device memory), never
+ *   changed (GPU-direct sends);
+ * - delegation-only: that ZeroBubble schedule with CPU delegation toggled on slow links at once, sized
+ *   by the daemon's rule (no re-scheduling);
+ * - pipemorph: the real daemon (in this process) and emulated ranks speaking protocol v1 over Redis;
+ * - oracle: knows every link's delay at every instant and switches at once to the best plan the
+ *   planners make (src/emulator/oracle-policy.ts): pipemorph -> oracle is what detection, hysteresis
+ *   and the handshake cost.
  * The emulator models head-of-line blocking (one GPU-direct send in flight per link direction),
  * delegate queues with a 2% copy cost, 1% op-time jitter.
  *
@@ -14,12 +19,13 @@
  * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others.
  * The daemon takes PIPEMORPH__section__key overrides from the environment, to compare settings
  * (e.g. PIPEMORPH__control__planner=search).
- * Last line: one JSON document ({ scenarios, dpScenarios }).
+ * Last line: one JSON document ({ scenarios, dpScenarios }), also written to bench/results/e2e.json
+ * (the README's tables are rendered from it: npm run readme:tables).
  */
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppModule } from '../src/daemon/app.module';
 import { loadConfig } from '../src/daemon/config/load-config';
@@ -28,10 +34,11 @@ import { DEFAULT_EMULATION, EmulatedJob, IterationResult } from '../src/emulator
 import { RankGroup } from '../src/emulator/rank-group';
 import { runFalconPolicy } from '../src/emulator/remap-policy';
 import { DpScenario, dpScenarioJob, dpScenarios, Scenario, scenarios } from '../src/emulator/scenarios';
+import { runOraclePolicy } from '../src/emulator/oracle-policy';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const POLICIES = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph'] as const;
+const POLICIES = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph', 'oracle'] as const;
 type Policy = (typeof POLICIES)[number];
 const DP_POLICIES = ['healthy', 'zb-static', 'falcon', 'pipemorph'] as const;
 type DpPolicy = (typeof DP_POLICIES)[number];
@@ -57,8 +64,8 @@ async function startDaemon(): Promise<INestApplication> {
   return app;
 }
 
-async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
-  const group = new RankGroup(redis, job, { lockstep: true, deviceActivations, hostActivations: 64 });
+async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number, pace?: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
+  const group = new RankGroup(redis, job, { lockstep: pace === undefined, pace, deviceActivations, hostActivations: 64 });
   await group.register();
   await group.connect();
   const results: IterationResult[] = [];
@@ -72,9 +79,41 @@ async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActi
   return { results, group };
 }
 
-async function runPipemorph(redis: Redis, scenario: Scenario, index: number): Promise<IterationResult[]> {
-  const job = new EmulatedJob(`bench-e2e-${index}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
-  return (await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations)).results;
+async function runPipemorph(redis: Redis, scenario: Scenario, index: number, pace?: number): Promise<{ results: IterationResult[]; switchedAt: number | null }> {
+  const job = new EmulatedJob(`bench-e2e-${index}${pace ? 'p' : ''}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+  const { results, group } = await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations, pace);
+  const first = group.history[0]?.versions[0];
+  return { results, switchedAt: group.history.find((h) => h.versions[0] !== first)?.iteration ?? null };
+}
+
+/** Wall-clock iterations scaled by these in the paced rows: at 0.05 a 768 ms iteration takes about 38 ms, at 0.01 about 8 ms. */
+const PACES = [0.05, 0.01];
+
+interface PacedRow {
+  name: string;
+  lockstep: { meanIterationMs: number; switchedAt: number | null };
+  paced: Array<{ pace: number; meanIterationMs: number; switchedAt: number | null }>;
+}
+
+/**
+ * The constant-straggler scenarios again with the ranks on a paced wall clock (RankGroup `pace`):
+ * each iteration lasts its emulated time x pace (PACES), ranks read control once per boundary, and the
+ * daemon's wall-clock reaction (ingest, planning, the handshake's round trips) costs iterations.
+ * Lockstep hides that cost; the difference in switch iteration and steady-state time is it.
+ */
+async function runPacedScenarios(redis: Redis, list: Scenario[]): Promise<PacedRow[]> {
+  const rows: PacedRow[] = [];
+  for (const [index, scenario] of list.filter((s) => s.name.includes(' ms on link')).entries()) {
+    const lock = await runPipemorph(redis, scenario, 100 + index);
+    const paced: PacedRow['paced'] = [];
+    for (const pace of PACES) {
+      const run = await runPipemorph(redis, scenario, 100 + index, pace);
+      paced.push({ pace, meanIterationMs: round(mean(run.results, scenario.skip)), switchedAt: run.switchedAt });
+      console.error(`${scenario.name} / paced x${pace}: ${paced[paced.length - 1].meanIterationMs} ms, switched at ${run.switchedAt} (lockstep ${lock.switchedAt})`);
+    }
+    rows.push({ name: scenario.name, lockstep: { meanIterationMs: round(mean(lock.results, scenario.skip)), switchedAt: lock.switchedAt }, paced });
+  }
+  return rows;
 }
 
 /** The DP scenario with the daemon in the loop: it sees locality and the all-reduce in the registration and DP link reports. */
@@ -109,8 +148,9 @@ async function runDpScenarios(redis: Redis): Promise<DpRow[]> {
     for (const policy of DP_POLICIES) {
       const t0 = performance.now();
       let results: IterationResult[];
-      if (policy === 'healthy') results = runStaticPolicy(dpScenarioJob(scenario, 'healthy', true), 'zb-static', scenario.iterations);
-      else if (policy === 'zb-static') results = runStaticPolicy(dpScenarioJob(scenario, 'static'), 'zb-static', scenario.iterations);
+      const memory = { deviceActivations: scenario.deviceActivations };
+      if (policy === 'healthy') results = runStaticPolicy(dpScenarioJob(scenario, 'healthy', true), 'zb-static', scenario.iterations, memory);
+      else if (policy === 'zb-static') results = runStaticPolicy(dpScenarioJob(scenario, 'static'), 'zb-static', scenario.iterations, memory);
       else if (policy === 'falcon') {
         const run = runFalconPolicy(dpScenarioJob(scenario, 'falcon'), scenario.iterations);
         results = run.results;
@@ -147,25 +187,31 @@ async function main(): Promise<void> {
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const rows = [];
   let dpRows: DpRow[] = [];
+  let pacedRows: PacedRow[] = [];
   try {
     for (const [index, scenario] of (ONLY === 'dp' ? [] : scenarios(trace)).entries()) {
       const healthyJob = new EmulatedJob('healthy', scenario.profile, 1, constantDelay({}), DEFAULT_EMULATION);
-      const healthyMs = mean(runStaticPolicy(healthyJob, 'zb-static', 30), 5);
+      const memory = { deviceActivations: scenario.deviceActivations };
+      const healthyMs = mean(runStaticPolicy(healthyJob, 'zb-static', 30, memory), 5);
       const policies: Partial<Record<Policy, { meanIterationMs: number; itersPerMin: number; slowdown: number }>> = {};
       for (const policy of POLICIES) {
         const t0 = performance.now();
+        const fresh = () => new EmulatedJob(policy, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
         const results =
           policy === 'pipemorph'
-            ? await runPipemorph(redis, scenario, index)
-            : runStaticPolicy(new EmulatedJob('static', scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION), policy as StaticPolicy, scenario.iterations);
+            ? (await runPipemorph(redis, scenario, index)).results
+            : policy === 'oracle'
+              ? runOraclePolicy(fresh(), scenario.iterations, memory)
+              : runStaticPolicy(fresh(), policy as StaticPolicy, scenario.iterations, memory);
         const ms = mean(results, scenario.skip);
         policies[policy] = { meanIterationMs: round(ms), itersPerMin: round(60000 / ms), slowdown: round(ms / healthyMs) };
         console.error(`${scenario.name} / ${policy}: ${ms.toFixed(1)} ms (${((performance.now() - t0) / 1000).toFixed(1)} s wall)`);
       }
       const p = policies.pipemorph!.meanIterationMs;
       const speedup = Object.fromEntries(POLICIES.filter((x) => x !== 'pipemorph').map((x) => [x, round(policies[x]!.meanIterationMs / p)]));
-      rows.push({ name: scenario.name, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup });
+      rows.push({ name: scenario.name, iterations: scenario.iterations, skip: scenario.skip, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup, pipemorphOverOracle: round(p / policies.oracle!.meanIterationMs) });
     }
+    if (ONLY !== 'dp') pacedRows = await runPacedScenarios(redis, scenarios(trace));
     if (ONLY !== 'pp') dpRows = await runDpScenarios(redis);
   } finally {
     await app.close();
@@ -173,20 +219,27 @@ async function main(): Promise<void> {
   }
   if (rows.length > 0) printTable(rows);
   if (dpRows.length > 0) printDpTable(dpRows);
-  console.log(JSON.stringify({ scenarios: rows, dpScenarios: dpRows, paperDp: PAPER_DP }));
+  for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
+  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP });
+  // A partial run (--only) leaves the committed results, which the README's tables come from, alone.
+  if (ONLY === '') {
+    mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
+    writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'e2e.json'), `${json}\n`);
+  }
+  console.log(json);
 }
 
 function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-function printTable(rows: Array<{ name: string; healthyMs: number; policies: Partial<Record<Policy, { meanIterationMs: number; slowdown: number }>>; speedupOfPipemorph: Record<string, number> }>): void {
-  const head = ['scenario'.padEnd(30), 'healthy', ...POLICIES.map((p) => p.padStart(16)), '  pipemorph speed-up vs zb / 1f1b / deleg'];
+function printTable(rows: Array<{ name: string; healthyMs: number; policies: Partial<Record<Policy, { meanIterationMs: number; slowdown: number }>>; speedupOfPipemorph: Record<string, number>; pipemorphOverOracle: number }>): void {
+  const head = ['scenario'.padEnd(30), 'healthy', ...POLICIES.map((p) => p.padStart(16)), '  pipemorph speed-up vs zb / 1f1b / deleg, pipemorph / oracle'];
   console.log(head.join(' '));
   for (const r of rows) {
     const cells = POLICIES.map((p) => `${r.policies[p]!.meanIterationMs.toFixed(0)} (${r.policies[p]!.slowdown.toFixed(2)}x)`.padStart(16));
     const s = r.speedupOfPipemorph;
-    console.log([r.name.padEnd(30), r.healthyMs.toFixed(0).padStart(7), ...cells, `  ${s['zb-static']}x / ${s['1f1b-static']}x / ${s['delegation-only']}x`].join(' '));
+    console.log([r.name.padEnd(30), r.healthyMs.toFixed(0).padStart(7), ...cells, `  ${s['zb-static']}x / ${s['1f1b-static']}x / ${s['delegation-only']}x, ${r.pipemorphOverOracle}x`].join(' '));
   }
 }
 

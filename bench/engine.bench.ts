@@ -3,11 +3,16 @@
  *
  * 1. Plan quality: 100 seeded random heterogeneous profiles with one or two slow links; for each
  *    policy the mean and worst gap of its iteration time to a lower bound (one JSON line per policy).
- * 2. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S};
- *    the last output line is that JSON array.
+ *    The search runs twice: on a wall-clock budget (what the daemon does, machine-dependent) and on
+ *    a fixed evaluation count (the same plans on every machine: its row is reproducible).
+ * 2. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
+ * Last line: { quality, search, speed } as JSON, also written to bench/results/engine.json (the
+ * README's engine tables are rendered from it: npm run readme:tables).
  *
- * Runs on one core (the event loop); the numbers are wall-clock medians on this machine.
+ * Runs on one core (the event loop); the speed numbers are wall-clock medians on this machine.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { generateSchedule } from '../src/core/engine/generator';
 import { simulateSchedule } from '../src/core/engine/simulator';
 import { toPipelineModel, validateProfile } from '../src/core/pipeline/pipeline-model';
@@ -87,9 +92,13 @@ interface GapStats {
   worstGapPct: number;
 }
 
-function planQuality(cases: number, searchBudgetMs: number): void {
+/** Evaluations of the reproducible search row. */
+const SEARCH_EVALUATIONS = 400;
+
+function planQuality(cases: number, searchBudgetMs: number) {
   const random = seededRandom(20261122);
-  const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search'] as const;
+  const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search', 'search-fixed'] as const;
+  let reproducible = true;
   const gaps = new Map<string, number[]>(policies.map((p) => [p, []]));
   const searchUsedMs: number[] = [];
   const searchEvaluations: number[] = [];
@@ -111,6 +120,11 @@ function planQuality(cases: number, searchBudgetMs: number): void {
     record('search', search.run.iterationMs);
     searchUsedMs.push(search.search!.elapsedMs);
     searchEvaluations.push(search.search!.evaluations);
+    // A time cap far above what 400 evaluations take: the count decides, so every machine gets these plans.
+    const fixed = () => planPipeline(slow, { policy: 'search', search: { timeBudgetMs: 60_000, maxEvaluations: SEARCH_EVALUATIONS } });
+    const first = fixed();
+    record('search-fixed', first.run.iterationMs);
+    if (c % 10 === 0 && fixed().run.iterationMs !== first.run.iterationMs) reproducible = false;
   }
   const stats: GapStats[] = policies.map((policy) => {
     const g = gaps.get(policy)!;
@@ -119,16 +133,16 @@ function planQuality(cases: number, searchBudgetMs: number): void {
   const adaptive = stats.find((s) => s.policy === 'adaptive')!;
   const search = stats.find((s) => s.policy === 'search')!;
   for (const s of stats) console.log(JSON.stringify({ quality: s.policy, cases, meanGapPct: round(s.meanGapPct), worstGapPct: round(s.worstGapPct) }));
-  console.log(
-    JSON.stringify({
-      searchVsAdaptive: {
-        budgetMs: searchBudgetMs,
-        medianUsedMs: round(median(searchUsedMs)),
-        medianEvaluations: median(searchEvaluations),
-        meanGapClosedPct: round(adaptive.meanGapPct > 0 ? (1 - search.meanGapPct / adaptive.meanGapPct) * 100 : 100),
-      },
-    }),
-  );
+  const searchSummary = {
+    budgetMs: searchBudgetMs,
+    medianUsedMs: round(median(searchUsedMs)),
+    medianEvaluations: median(searchEvaluations),
+    meanGapClosedPct: round(adaptive.meanGapPct > 0 ? (1 - search.meanGapPct / adaptive.meanGapPct) * 100 : 100),
+    fixedEvaluations: SEARCH_EVALUATIONS,
+    fixedReproducible: reproducible,
+  };
+  console.log(JSON.stringify({ searchVsAdaptive: searchSummary }));
+  return { cases, policies: stats.map((s) => ({ policy: s.policy, meanGapPct: round(s.meanGapPct), worstGapPct: round(s.worstGapPct) })), search: searchSummary };
 }
 
 function round(x: number): number {
@@ -153,5 +167,9 @@ function speed(): Array<{ stages: number; microbatches: number; generateMs: numb
   return rows;
 }
 
-planQuality(100, 50);
-console.log(JSON.stringify(speed()));
+const quality = planQuality(100, 50);
+const json = JSON.stringify({ bench: 'engine', quality, speed: speed() });
+const results = join(__dirname, '..', '..', 'bench', 'results');
+mkdirSync(results, { recursive: true });
+writeFileSync(join(results, 'engine.json'), `${json}\n`);
+console.log(json);

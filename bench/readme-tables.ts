@@ -53,8 +53,113 @@ function predictionTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2eTable(r: Json): string {
+  const policies = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph', 'oracle'];
+  const lines = [
+    '| scenario | healthy | zb-static | 1f1b-static | delegation-only | pipemorph | oracle | pipemorph vs zb / 1f1b / delegation | pipemorph / oracle |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of r.scenarios as Json[]) {
+    const cells = policies.map((p) => `${fmt(s.policies[p].meanIterationMs)} (${fmt(s.policies[p].slowdown, 2)}x)`);
+    const x = s.speedupOfPipemorph;
+    lines.push(`| ${s.name} (${s.iterations} iterations) | ${fmt(s.healthyMs)} | ${cells.join(' | ')} | ${fmt(x['zb-static'], 2)}x / ${fmt(x['1f1b-static'], 2)}x / ${fmt(x['delegation-only'], 2)}x | ${fmt(s.pipemorphOverOracle, 2)}x |`);
+  }
+  return lines.join('\n');
+}
+
+function e2ePacedTable(r: Json): string {
+  const rows = (r.pacedScenarios ?? []) as Json[];
+  const paces = rows.length > 0 ? (rows[0].paced as Json[]).map((p) => p.pace as number) : [];
+  const lines = [
+    `| scenario | lockstep | ${paces.map((p) => `paced x${p}`).join(' | ')} |`,
+    `|---|---|${paces.map(() => '---|').join('')}`,
+  ];
+  const cell = (x: Json) => `${fmt(x.meanIterationMs)} ms, switch at iteration ${x.switchedAt ?? '-'}`;
+  for (const s of rows) lines.push(`| ${s.name} | ${cell(s.lockstep)} | ${(s.paced as Json[]).map(cell).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function e2eDpTable(r: Json): string {
+  const lines = [
+    '| rack link | healthy | zb-static | falcon | pipemorph | falcon vs zb | pipemorph vs falcon | re-map in force at (falcon / pipemorph) |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const s of r.dpScenarios as Json[]) {
+    const cell = (p: string) => `${fmt(s.policies[p].meanIterationMs)} (${fmt(s.policies[p].slowdown, 2)}x)`;
+    lines.push(`| +${s.extraMs} ms | ${fmt(s.healthyMs)} | ${cell('zb-static')} | ${cell('falcon')} | ${cell('pipemorph')} | ${fmt(s.falconOverZb, 2)}x | ${fmt(s.pipemorphOverFalcon, 2)}x | ${s.falconRemapAt ?? '-'} / ${s.pipemorphRemapAt ?? '-'} |`);
+  }
+  return lines.join('\n');
+}
+
+function engineSpeedTable(r: Json): string {
+  const lines = ['| S | N | generate (ms) | simulate (ms) |', '|---|---|---|---|'];
+  for (const [S, N] of [[8, 32], [16, 128], [64, 512]]) {
+    const row = (r.speed as Json[]).find((x) => x.stages === S && x.microbatches === N);
+    if (row) lines.push(`| ${S} | ${N} | ${fmt(row.generateMs, 2)} | ${fmt(row.simulateMs, 2)} |`);
+  }
+  return lines.join('\n');
+}
+
+function engineQualityTable(r: Json): string {
+  const q = r.quality;
+  const s = q.search;
+  const labels: Record<string, string> = {
+    'zb-static': 'zb-static (healthy ZB plan, unchanged)',
+    '1f1b': '1f1b',
+    initial: 'initial (Alg. 1 re-planned, device memory)',
+    'alg2-as-printed': 'Alg. 2 exactly as printed',
+    adaptive: 'adaptive (Alg. 2 as implemented, host memory)',
+    search: `search (${s.budgetMs} ms budget, median ${s.medianEvaluations} schedules on this machine)`,
+    'search-fixed': `search (${s.fixedEvaluations} schedules: the same plans on every machine${s.fixedReproducible ? '' : ', NOT reproduced'})`,
+  };
+  const lines = ['| policy | mean gap | worst gap |', '|---|---|---|'];
+  for (const p of q.policies as Json[]) lines.push(`| ${labels[p.policy] ?? p.policy} | ${fmt(p.meanGapPct, 1)}% | ${fmt(p.worstGapPct, 0)}% |`);
+  lines.push('', `The time-budgeted search closes ${fmt(s.meanGapClosedPct, 0)}% of the gap Alg. 2 leaves.`);
+  return lines.join('\n');
+}
+
+function daemonTable(r: Json): string {
+  const c = r.controlLoop;
+  const b = c.breakdown;
+  const load = (r.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ');
+  return [
+    '| measure | result | target |',
+    '|---|---|---|',
+    `| \`ingestSamplesPerSec\`: link samples per second draining a 51,200-report backlog (512 ranks, 4 links each) | ${Math.round(r.ingestSamplesPerSec).toLocaleString('en-US')} | >= 100,000 |`,
+    `| \`controlLoopP50Ms\` / \`controlLoopP99Ms\`: writing the reports that reveal a straggler -> prepared schedule's control event (S=8, N=32, 64 ranks, ${c.trials} trials) | ${fmt(c.p50Ms, 1)} / ${fmt(c.p99Ms, 1)} ms (max ${fmt(c.maxMs, 0)}) | p99 < 20 ms |`,
+    `| where the slowest tenth of trials spent its time, against the rest: daemon event-loop stall / daemon GC / writing the reports | ${fmt(b.loopStallMs.slowestTenth, 1)} / ${fmt(b.gcMs.slowestTenth, 1)} / ${fmt(b.writeMs.slowestTenth, 1)} ms against ${fmt(b.loopStallMs.rest, 1)} / ${fmt(b.gcMs.rest, 1)} / ${fmt(b.writeMs.rest, 1)} ms | |`,
+    `| planning (\`pipemorph_planning_duration_seconds\`): mean, control steps over 10 ms | ${fmt(c.planning.meanMs, 1)} ms, ${c.planning.over10Ms} of ${c.planning.count} | |`,
+    `| \`heapBytesPer10kLinks\`: detector heap plus typed-array storage | ${fmt(r.heapBytesPer10kLinks / 1e6, 1)} MB | bounded |`,
+    `| load average of the machine (1 / 5 / 15 min) at the end of the run | ${load} | |`,
+  ].join('\n');
+}
+
+function renderTable(r: Json): string {
+  const size = (bytes: number) => (bytes >= 1e6 ? `${fmt(bytes / 1e6, 1)} MB` : `${fmt(bytes / 1e3, 0)} kB`);
+  const lines = ['| case | render | SVG size |', '|---|---|---|'];
+  (r.rows as Json[]).forEach((row, k) => {
+    const what = `${row.stages} stages x ${row.microbatches} microbatches (${Number(row.blocks).toLocaleString('en-US')} blocks)${row.case.endsWith('before/after') ? ', before/after' : ', one timeline'}`;
+    lines.push(`| ${what} | ${fmt(row.renderMs, 2)} ms${k === 0 ? ` (target < ${r.goalMs} ms)` : ''} | ${size(row.svgBytes)} |`);
+  });
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
-export const RENDERERS: Record<string, (results: Json) => string> = { real: realTable, topology: topologyTable, prediction: predictionTable };
+export const RENDERERS: Record<string, (results: Json) => string> = {
+  real: realTable,
+  topology: topologyTable,
+  prediction: predictionTable,
+  e2e: e2eTable,
+  'e2e-dp': e2eDpTable,
+  'e2e-paced': e2ePacedTable,
+  'engine-speed': engineSpeedTable,
+  'engine-quality': engineQualityTable,
+  daemon: daemonTable,
+  render: renderTable,
+};
+
+/** Results file of a block, when it is not the block's own name. */
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
@@ -62,7 +167,7 @@ const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S
 export function renderReadme(readme: string, resultsDir: string): string {
   let out = readme;
   for (const [name, render] of Object.entries(RENDERERS)) {
-    const file = join(resultsDir, `${name}.json`);
+    const file = join(resultsDir, `${FILES[name] ?? name}.json`);
     if (!existsSync(file) || !block(name).test(out)) continue;
     const table = render(JSON.parse(readFileSync(file, 'utf8')) as Json);
     out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);

@@ -12,6 +12,7 @@ import { REJECTED_REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { FakeJob, waitFor } from './support/fake-job';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
+import { jobsApiProblem } from './support/jobs-api-schema';
 
 const REDIS_URL = redisUrlFor(12);
 const redis = new Redis(REDIS_URL);
@@ -106,6 +107,15 @@ describe('daemon: detect, re-plan, publish', () => {
     expect(adapted.delegation.every((d) => d.sendQueues >= 1 && d.recvQueues >= 1)).toBe(true);
     expect(adapted.prediction.newMs).toBeLessThan(adapted.prediction.previousMs!);
     expect(adapted.effectiveIteration).toBeGreaterThan(0);
+    // The jobs API answers what schemas/jobs-api.v1.schema.json documents, with a straggler, a schedule and links in it.
+    const during = await json(await fetch(`${daemon.url}/jobs/${job.options.jobId}`));
+    expect(during.stragglers.pipeline).toEqual([expect.objectContaining({ dp: 0, link: 2, straggler: true })]);
+    expect(jobsApiProblem('detail', during)).toBeNull();
+    expect(jobsApiProblem('list', await json(await fetch(`${daemon.url}/jobs`)))).toBeNull();
+    // The check can fail: a renamed field, a missing prediction or a list shaped as a detail are caught.
+    expect(jobsApiProblem('detail', { ...during, scheduleVersion: undefined, version: during.scheduleVersion })).toMatch(/scheduleVersion|version/);
+    expect(jobsApiProblem('detail', { ...during, schedule: { ...during.schedule, prediction: undefined } })).toMatch(/prediction/);
+    expect(jobsApiProblem('list', during)).not.toBeNull();
     const prepares = job.events.filter((e) => e.type === 'prepare' && e.version === adapted.version);
     expect(prepares).toHaveLength(1);
     expect(job.events.filter((e) => e.type === 'commit' && e.version === adapted.version)).toHaveLength(1);

@@ -1,5 +1,6 @@
 /**
- * End to end: the real daemon, emulated ranks speaking protocol v1 over a real Redis, virtual time.
+ * End to end: the real daemon, emulated ranks speaking protocol v1 over a real Redis, virtual time
+ * (lockstep) and, in one case, a paced wall clock.
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -31,7 +32,7 @@ const mean = (xs: IterationResult[]) => xs.reduce((a, r) => a + r.iterationMs, 0
 /** 30 ms on link 2-3 of the paper's 4-stage pipeline from iteration 10 to 50. */
 const straggler = () => stepDelay([{ fromIteration: 10, links: [2], delayMs: 30 }, { fromIteration: 50, links: [2], delayMs: 0 }]);
 
-async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number; agreement?: 'min' | 'skip' } = {}): Promise<RankGroup> {
+async function runJob(name: string, options: { slowRanks?: number[]; slowEvery?: number; agreement?: 'min' | 'skip'; lockstep?: boolean; pace?: number } = {}): Promise<RankGroup> {
   const job = new EmulatedJob(`test-e2e-${name}-${process.pid}-${Date.now().toString(36)}`, uniform4(), 2, straggler(), { ...DEFAULT_EMULATION, seed: 3 });
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: [8, 8, 8, 8], hostActivations: 64, ...options });
   groups.push(group);
@@ -94,5 +95,19 @@ describe('daemon + emulated job', () => {
     expect(mixed.length).toBeGreaterThan(0);
     // Exactly the iterations in which the ranks' knowledge differed.
     expect(mixed).toEqual(group.history.filter((x) => new Set(x.local).size > 1).map((x) => x.iteration));
+  });
+
+  it('on a paced wall clock (ranks read control once per iteration boundary, the daemon reacts in real time) still switches every rank together', async () => {
+    daemon = await startDaemon(config((c) => (c.handshake.leadMs = 100)));
+    // 390 ms iterations at 1/20: about 20 ms of wall clock each, for the daemon's reaction to cost.
+    const group = await runJob('paced', { lockstep: false, pace: 0.05 });
+    expect(group.mixedIterations()).toEqual([]);
+    const h = group.history;
+    const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
+    // Detection needs enterAfter (3) slow iterations and the switch at least minLeadIterations (3) more.
+    expect(adaptedFrom).toBeGreaterThanOrEqual(10 + 3 + 3);
+    expect(adaptedFrom).toBeLessThan(50);
+    // Every rank learned each schedule it ran through the protocol, at its own boundary.
+    expect(group.learned().map((s) => s.version)).toEqual(expect.arrayContaining([...new Set(h.map((x) => x.versions[0]))]));
   });
 });

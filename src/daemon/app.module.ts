@@ -3,6 +3,8 @@ import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
 import { JobViewController } from './api/job-view.controller';
 import { MetricsController } from './api/metrics.controller';
+import { Clock } from '../core/clock/clock.type';
+import { ClockModule } from './clock/clock.module';
 import { ConfigModule } from './config/config.module';
 import { PipemorphConfig } from './config/pipemorph-config.type';
 import { ControlService } from './control/control.service';
@@ -27,10 +29,11 @@ export class AppModule implements NestModule {
       .forRoutes('*');
   }
 
-  static forRoot(config?: PipemorphConfig): DynamicModule {
+  /** `clock`: the system's unless a test moves time by hand. */
+  static forRoot(config?: PipemorphConfig, clock?: Clock): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), RedisModule],
+      imports: [ConfigModule.forRoot(config), ClockModule.forRoot(clock), RedisModule],
       controllers: [HealthController, MetricsController, JobsController, JobViewController],
       providers: [MetricsService, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
     };

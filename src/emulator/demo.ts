@@ -103,7 +103,7 @@ async function pipelineAct(redis: Redis, registry: JobRegistry, port: number, st
   console.log(`emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}\n`);
   await group.register();
   const first = await group.connect();
-  const healthyMs = runStaticPolicy(new EmulatedJob('h', profile, 1, stepDelay([]), DEFAULT_EMULATION), 'zb-static', 10).reduce((a, r) => a + r.iterationMs, 0) / 10;
+  const healthyMs = runStaticPolicy(new EmulatedJob('h', profile, 1, stepDelay([]), DEFAULT_EMULATION), 'zb-static', 10, { deviceActivations: scenario.deviceActivations }).reduce((a, r) => a + r.iterationMs, 0) / 10;
   console.log(`initial schedule v${first.version}: warm-up ${first.pipelines[0].warmup.join(',')} (Alg. 1 within device memory), healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
 
   const rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }> = [];
@@ -151,9 +151,9 @@ async function dataParallelAct(redis: Redis, registry: JobRegistry, port: number
   const jobId = `demo-dp-${Date.now().toString(36)}`;
   const job = dpScenarioJob(scenario, jobId);
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
-  const healthyRuns = runStaticPolicy(dpScenarioJob(scenario, 'h', true), 'zb-static', 10);
+  const healthyRuns = runStaticPolicy(dpScenarioJob(scenario, 'h', true), 'zb-static', 10, { deviceActivations: scenario.deviceActivations });
   const healthyMs = healthyRuns.reduce((a, r) => a + r.iterationMs, 0) / healthyRuns.length;
-  const staticRuns = runStaticPolicy(dpScenarioJob(dpRackScenario(DP_DELAY_MS, 0), 's'), 'zb-static', 10);
+  const staticRuns = runStaticPolicy(dpScenarioJob(dpRackScenario(DP_DELAY_MS, 0), 's'), 'zb-static', 10, { deviceActivations: scenario.deviceActivations });
   const staticMs = staticRuns.reduce((a, r) => a + r.iterationMs, 0) / staticRuns.length;
   const layout = () => [0, 1].map((dp) => `[${[0, 1, 2, 3].map((pp) => job.rankOf(dp, pp)).join(' ')}]`).join(' ');
   console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try http://127.0.0.1:${port}/jobs/${jobId}/view)`);

@@ -1,5 +1,6 @@
 import { InputError } from '../core/input-error';
 import { toPipelineModel } from '../core/pipeline/pipeline-model';
+import { deviceInflightCaps } from '../core/planner/initial-planner';
 import { planPipeline } from '../core/planner/plan';
 import { chunkMs, iterationWithAllReduceMs, ringAllReduceMs } from '../core/topology/all-reduce';
 import { fixedScheduleFinish } from '../core/topology/stage-finish';
@@ -51,13 +52,19 @@ describe('EmulatedJob without fabric or all-reduce', () => {
   it('produces exactly the numbers it did before topologies existed', () => {
     // Pinned from the emulator before fabric, all-reduce and placements were added.
     const job = () => new EmulatedJob('x', u4, 2, stepDelay([{ fromIteration: 3, links: [2], delayMs: 30 }]), { ...DEFAULT_EMULATION, seed: 3 });
-    const zbRun = runStaticPolicy(job(), 'zb-static', 8);
+    // The plan and the delegation the baselines used then, written out: this pins the emulator, not the baselines.
+    const queues = new Map([2, 3, 6, 7].map((rank) => [rank, { rank, sendQueues: 4, recvQueues: 4 }]));
+    const run = (delegate: boolean) => {
+      const j = job();
+      return Array.from({ length: 8 }, (_, i) => j.runIteration(i, Array.from({ length: 2 }, () => ({ schedule: zb, delegation: delegate && i >= 3 ? queues : new Map() })), versions));
+    };
+    const zbRun = run(false);
     expect(zbRun.map((r) => r.iterationMs)).toEqual([392.6906907835819, 394.2127267096662, 390.74312320846605, 542.6764254257499, 541.2592451776374, 541.4260752390907, 541.3012147526844, 540.5084770713993]);
     expect(zbRun[6].reports[2].links.map((l) => [l.peer, l.kind, l.medianMs, l.count])).toEqual([[3, 'pipeline', 30.1, 12], [1, 'pipeline', 0.10000000000002274, 12]]);
     expect(zbRun.every((r) => r.allReduceMs.length === 0 && r.migrationMs === 0 && r.topologyVersion === 0)).toBe(true);
-    const deleg = runStaticPolicy(job(), 'delegation-only', 8);
+    const deleg = run(true);
     expect(deleg.map((r) => r.iterationMs)).toEqual([392.6906907835819, 394.2127267096662, 390.74312320846605, 478.53848830349204, 475.97295444947105, 476.9453514812017, 476.47281877872535, 475.1793712600453]);
-    const m8 = runStaticPolicy(new EmulatedJob('y', megatron8(), 1, constantDelay({ 6: 60 }), DEFAULT_EMULATION), 'zb-static', 5);
+    const m8 = runStaticPolicy(new EmulatedJob('y', megatron8(), 1, constantDelay({ 6: 60 }), DEFAULT_EMULATION), 'zb-static', 5, { deviceActivations: deviceInflightCaps(toPipelineModel(megatron8())) });
     expect(m8.map((r) => r.iterationMs)).toEqual([2192.927582032585, 2191.334268179009, 2194.264517735455, 2195.4867947826556, 2189.3810464725443]);
   });
 

@@ -15,6 +15,13 @@ export interface RankGroupOptions {
   /** Virtual time: after writing, wait until the daemon has handled everything (lockstep, fast and repeatable). */
   lockstep: boolean;
   /**
+   * Paced wall clock (with lockstep off): each iteration takes its emulated time times `pace` in
+   * wall-clock time before its reports go out, and ranks read control once per iteration boundary,
+   * so the daemon's reaction time (its timers are wall-clock) costs iterations as it would for real
+   * ranks. 1 is real time; 0.05 runs a 768 ms iteration in about 38 ms.
+   */
+  pace?: number;
+  /**
    * How the ranks agree on the version to run (protocol sec. 5.2). `min` (default): the all-reduce
    * MIN of every rank's own k_local. `skip` breaks it on purpose, for tests of the checks: every rank
    * runs its own k_local, and the per-rank records show the mixed iterations.
@@ -119,6 +126,7 @@ export class RankGroup {
   }
 
   async step(): Promise<IterationResult> {
+    const startedAt = performance.now();
     const i = this.iteration;
     const local = this.views.map((v) => v.localVersion(i));
     const agreed = Math.min(...local);
@@ -138,12 +146,20 @@ export class RankGroup {
     }
     const result = this.job.runIteration(i, plans, versions);
     this.history.push({ iteration: i, versions, local, iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
+    const pace = this.options.lockstep ? undefined : this.options.pace;
+    if (pace !== undefined) {
+      // The iteration runs for its emulated time; its reports leave when it ends.
+      const wait = startedAt + result.iterationMs * pace - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
     const pipeline = this.redis.pipeline();
     for (const report of result.reports) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 100000, '*', 'm', JSON.stringify(report));
     await pipeline.exec();
     if (this.options.lockstep) await this.drained();
     this.iteration++;
-    if (await this.pollControl(false)) {
+    // At the boundary every rank reads control once (sec. 4). Lockstep also lets the ranks that
+    // acked read the commit that follows at once; paced ranks hear it at the next boundary.
+    if ((await this.pollControl(false)) && pace === undefined) {
       if (this.options.lockstep) await this.drained();
       await this.pollControl(true);
     }

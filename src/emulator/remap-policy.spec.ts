@@ -1,5 +1,6 @@
 import { Placement } from '../core/topology/topology.type';
-import { runFalconPolicy, topologyFromPlacement } from './remap-policy';
+import { topologyFromPlacement } from '../core/topology/topology-from-placement';
+import { runFalconPolicy } from './remap-policy';
 import { dpRackScenario, dpScenarioJob, dpScenarios } from './scenarios';
 import { runStaticPolicy } from './static-policy';
 

@@ -2,22 +2,10 @@ import { toPipelineModel } from '../core/pipeline/pipeline-model';
 import { planPipeline } from '../core/planner/plan';
 import { RemapResult, RemapSearchOptions, searchPlacement } from '../core/topology/placement-search';
 import { fixedScheduleFinish } from '../core/topology/stage-finish';
-import { Placement } from '../core/topology/topology.type';
+import { topologyFromPlacement } from '../core/topology/topology-from-placement';
 import { TopologyAssignment } from '../protocol/protocol-v1.type';
 import { EmulatedJob, IterationResult, ReplicaPlan } from './emulated-job';
 import { slowPairs } from './fabric/static-fabric';
-
-/** A placement as the protocol's topology assignment (every rank with its slot, rings as dp indices). */
-export function topologyFromPlacement(placement: Placement, version: number, sinceVersion: number, moved: readonly number[]): TopologyAssignment {
-  const S = placement.stages;
-  return {
-    version,
-    sinceVersion,
-    ranks: Array.from(placement.nodeAt, (rank, slot) => ({ rank, dp: Math.floor(slot / S), pp: slot % S })).sort((a, b) => a.rank - b.rank),
-    rings: placement.rings.map((r) => Array.from(r)),
-    moved: moved.slice(),
-  };
-}
 
 export interface FalconOptions {
   /** Iterations between the first slow iteration and the re-mapping taking effect (the daemon's hysteresis: 3). */

@@ -1,155 +1,45 @@
 /**
  * Wire protocol v1 between training ranks and the daemon. The JSON Schemas in /schemas are the
- * normative definition (and what the daemon validates against); these types mirror them.
- * See docs/protocol.md.
+ * one definition: the daemon validates against them, the Python client too, and these types are
+ * inferred from them (json-schema-to-ts; test/schema-types.test.ts keeps the `as const` modules in
+ * ./schemas in step with the files). Field documentation lives in the schemas and docs/protocol.md.
  */
+import { FromSchema } from 'json-schema-to-ts';
+import { ackV1Schema } from './schemas/ack.v1.schema';
+import { controlEventV1Schema } from './schemas/control-event.v1.schema';
+import { rankReportV1Schema } from './schemas/rank-report.v1.schema';
+import { registrationV1Schema } from './schemas/registration.v1.schema';
+import { scheduleV1Schema } from './schemas/schedule.v1.schema';
+
 export const PROTOCOL_VERSION = 1;
 
-export interface RankCoordinates {
-  rank: number;
-  dp: number;
-  pp: number;
-  tp: number;
-  node: string;
-  /** Failure/network domain of the node (rack, leaf switch or datacenter): a slow link between two domains slows every pair across them. */
-  locality?: string;
-}
+/** A job registration (schemas/registration.v1.schema.json). */
+export type Registration = FromSchema<typeof registrationV1Schema>;
+/** One rank of a registration; `locality` is its failure or network domain (rack, leaf switch, datacenter). */
+export type RankCoordinates = Registration['ranks'][number];
+/** The data-parallel all-reduce, for pricing slow data-parallel links and re-mapping ranks away from them. */
+export type DataParallelSpec = NonNullable<Registration['dataParallel']>;
 
-export interface Registration {
-  type: 'register';
-  protocol: 1;
-  jobId: string;
-  stages: number;
-  microbatches: number;
-  dp: number;
-  tp: number;
-  ranks: RankCoordinates[];
-  memory: { deviceBytes: number[]; activationBytes: number[]; hostBytes: number };
-  computeMs?: { fMs: number[]; bMs: number[]; wMs: number[] };
-  network?: { nominalGBps?: number; latencyMs?: number };
-  /** The data-parallel all-reduce, for pricing slow data-parallel links and re-mapping ranks away from them. */
-  dataParallel?: DataParallelSpec;
-}
+/** A rank's report of one iteration (schemas/rank-report.v1.schema.json). */
+export type RankReport = FromSchema<typeof rankReportV1Schema>;
+export type LinkSample = RankReport['links'][number];
+export type LinkKind = LinkSample['kind'];
+export type LinkError = NonNullable<LinkSample['error']>;
 
-export interface DataParallelSpec {
-  /** Per stage: gradient bytes each rank all-reduces per iteration. */
-  gradientBytes: number[];
-  /** Bytes per ring message (default 4 MiB). */
-  chunkBytes?: number;
-  /** Ring messages in flight per link (default 8). */
-  inflightChunks?: number;
-  /** Healthy ring link bandwidth, GB/s, and one-way latency, ms (default: `network`, else 25 GB/s and 0). */
-  gbps?: number;
-  latencyMs?: number;
-}
-
-export type LinkKind = 'pipeline' | 'data-parallel';
-export type LinkError = 'nic-failure' | 'timeout';
-
-export interface LinkSample {
-  peer: number;
-  kind: LinkKind;
-  bytes: number;
-  medianMs: number;
-  maxMs: number;
-  count?: number;
-  delegated: boolean;
-  error?: LinkError | null;
-}
-
-export interface RankReport {
-  type: 'report';
-  protocol: 1;
-  jobId: string;
-  rank: number;
-  iteration: number;
-  scheduleVersion: number;
-  /** Highest fencing epoch the rank has seen (optional; lets the daemon keep epochs monotonic across a Redis data loss, protocol §5.6). */
-  epoch?: number;
-  iterationMs?: number;
-  computeMs: { f: number; b: number; w: number };
-  memory?: { devicePeakBytes?: number; hostPeakBytes?: number };
-  links: LinkSample[];
-  delegation?: { enabled?: boolean; sendQueues?: number; recvQueues?: number };
-  sentAt?: number;
-}
-
-export interface Ack {
-  type: 'ack';
-  protocol: 1;
-  jobId: string;
-  rank: number;
-  version: number;
-  epoch: number;
-  iteration: number;
-  accepted: boolean;
-  reason?: string;
-}
+/** A rank's answer to a prepare (schemas/ack.v1.schema.json). */
+export type Ack = FromSchema<typeof ackV1Schema>;
 
 /** What ranks append to their job's reports stream. */
 export type RankMessage = RankReport | Ack;
 
-export interface PipelineAssignment {
-  dpReplicas: number[];
-  warmup: number[];
-  stages: string[][];
-}
-
-export interface DelegationToggle {
-  rank: number;
-  sendQueues: number;
-  recvQueues: number;
-}
-
-export type ReasonKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'compute' | 'remap';
-
+/** A prepared or committed schedule (schemas/schedule.v1.schema.json). */
+export type PublishedSchedule = FromSchema<typeof scheduleV1Schema>;
+export type PipelineAssignment = PublishedSchedule['pipelines'][number];
+export type DelegationToggle = PublishedSchedule['delegation'][number];
+export type ReasonKind = PublishedSchedule['reason']['kind'];
+export type ReasonLink = PublishedSchedule['reason']['links'][number];
 /** Where every rank sits once a schedule is in force, when that differs from the registration (docs/protocol.md sec. 5.5). */
-export interface TopologyAssignment {
-  /** Topology version: 1 for the first re-mapping, +1 for each one after; a rank rebuilds its communicators when it changes. */
-  version: number;
-  /** Schedule version that introduced this topology version: reports of earlier schedule versions describe the old layout. */
-  sinceVersion: number;
-  /** Every rank of the job with its (dp, pp); the TP ranks of a node move with it. */
-  ranks: Array<{ rank: number; dp: number; pp: number }>;
-  /** Per stage, the data-parallel ring order as dp indices. */
-  rings: number[][];
-  /** Ranks whose stage changes with this topology version: they load that stage's weights and optimizer state first. */
-  moved: number[];
-}
+export type TopologyAssignment = NonNullable<PublishedSchedule['topology']>;
 
-export interface ReasonLink {
-  kind: LinkKind;
-  fromRank: number;
-  toRank: number;
-  dp?: number;
-  link?: number;
-  extraMs: number;
-  error?: string | null;
-}
-
-export interface PublishedSchedule {
-  protocol: 1;
-  jobId: string;
-  version: number;
-  epoch: number;
-  state: 'prepared' | 'committed';
-  effectiveIteration: number;
-  createdAt: number;
-  pipelines: PipelineAssignment[];
-  delegation: DelegationToggle[];
-  reason: { kind: ReasonKind; links: ReasonLink[]; detail: string };
-  prediction: { previousMs: number | null; newMs: number; staticMs?: number };
-  traceId?: string;
-  /** Present once the job has been re-mapped away from its registration layout. */
-  topology?: TopologyAssignment;
-}
-
-export interface ControlEvent {
-  type: 'prepare' | 'commit' | 'abort';
-  protocol: 1;
-  jobId: string;
-  version: number;
-  epoch: number;
-  effectiveIteration: number;
-  reason?: string;
-}
+/** A prepare, commit or abort on a job's control stream (schemas/control-event.v1.schema.json). */
+export type ControlEvent = FromSchema<typeof controlEventV1Schema>;

@@ -19,11 +19,17 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import schemas
+
 PROTOCOL = 1
 REGISTRATIONS_STREAM = "pipemorph:registrations"
-JOB_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 REPORTS_MAXLEN = 100000
 MESSAGE_FIELD = "m"
+
+
+def _job_id_pattern() -> str:
+    """The job id rule of the registration schema (schemas/registration.v1.schema.json)."""
+    return schemas.load("registration.v1")["definitions"]["jobId"]["pattern"]
 
 
 def _text(value: Any) -> Any:
@@ -52,8 +58,8 @@ class PipemorphRank:
     """
 
     def __init__(self, redis_client: Any, job_id: str, rank: int, dp: int, pp: int) -> None:
-        if not JOB_ID.match(job_id):
-            raise ValueError("job id must match ^[A-Za-z0-9._-]{1,64}$: %r" % job_id)
+        if not re.search(_job_id_pattern(), job_id):
+            raise ValueError("job id must match %s: %r" % (_job_id_pattern(), job_id))
         self.redis, self.job_id, self.rank, self.dp, self.pp = redis_client, job_id, rank, dp, pp
         prefix = "pipemorph:{%s}:" % job_id  # hash tag: one Redis Cluster slot per job
         self.reports_key, self.rejected_key, self.schedule_key, self.pending_key, self.control_key = (
@@ -79,8 +85,7 @@ class PipemorphRank:
         initial schedule; a refusal lands on `pipemorph:rejected` with its reason.
         """
         message = dict({"type": "register", "protocol": PROTOCOL}, **registration)
-        if not JOB_ID.match(str(message.get("jobId", ""))):
-            raise ValueError("registration needs a jobId matching ^[A-Za-z0-9._-]{1,64}$")
+        schemas.check(message, "registration.v1")
         return _text(redis_client.xadd(REGISTRATIONS_STREAM, {MESSAGE_FIELD: _dumps(message)}))
 
     # ----------------------------------------------------------------- start and restart
@@ -150,6 +155,7 @@ class PipemorphRank:
         extra = (("memory", memory), ("delegation", delegation), ("iterationMs", iteration_ms))
         message.update({k: v for k, v in extra if v is not None})
         message["sentAt"] = round(time.time() * 1000, 3)
+        schemas.check(message, "rank-report.v1")
         return _text(self.redis.xadd(self.reports_key, {MESSAGE_FIELD: _dumps(message)},
                                      maxlen=REPORTS_MAXLEN, approximate=True))
 
@@ -213,6 +219,7 @@ class PipemorphRank:
         }
         if not accepted:
             ack["reason"] = (problem or "late")[:500]  # "late": already at or past effectiveIteration
+        schemas.check(ack, "ack.v1")
         self.redis.xadd(self.reports_key, {MESSAGE_FIELD: _dumps(ack)})
 
     # ----------------------------------------------------------------- agreement and schedules

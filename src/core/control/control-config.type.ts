@@ -1,3 +1,5 @@
+import defaults from '../../../config/default.json';
+
 /** Knobs of the re-planning decision (see config/default.json, section "control"). */
 export interface ControlConfig {
   /** Re-schedule only when the simulator predicts at least this relative gain (0.03 = 3%). */
@@ -6,6 +8,8 @@ export interface ControlConfig {
   planner: 'adaptive' | 'search';
   /** Time budget of the search planner, ms. */
   searchBudgetMs: number;
+  /** Cap on schedules the search evaluates: with it the same input gives the same plan on every machine, the time budget only a safety cap. */
+  searchEvaluations?: number;
   /** Upper bound on CPU delegate queues per direction and rank. */
   maxDelegateQueues: number;
   /** How ranks send, for predictions and plans (absent: DEFAULT_TRANSPORT_CONFIG). */
@@ -25,7 +29,8 @@ export interface TransportConfig {
   delegateCopyOverhead: number;
 }
 
-export const DEFAULT_TRANSPORT_CONFIG: TransportConfig = { gpuSendsInFlight: 1, delegateCopyOverhead: 0.02 };
+/** The shipped defaults (config/default.json, the one place they are written). */
+export const DEFAULT_TRANSPORT_CONFIG: TransportConfig = { gpuSendsInFlight: defaults.control.gpuSendsInFlight, delegateCopyOverhead: defaults.control.delegateCopyOverhead };
 
 export interface RemapConfig {
   enabled: boolean;
@@ -39,11 +44,17 @@ export interface RemapConfig {
   searchBudgetMs: number;
 }
 
-export const DEFAULT_REMAP_CONFIG: RemapConfig = { enabled: true, minGain: 0.05, migrationMsPerNode: 3000, amortizeIterations: 1000, searchBudgetMs: 200 };
+export const DEFAULT_REMAP_CONFIG: RemapConfig = {
+  enabled: defaults.remap.enabled,
+  minGain: defaults.remap.minGain,
+  migrationMsPerNode: defaults.remap.migrationMsPerNode,
+  amortizeIterations: defaults.remap.amortizeIterations,
+  searchBudgetMs: defaults.remap.searchBudgetMs,
+};
 
 export const DEFAULT_CONTROL_CONFIG: ControlConfig = {
-  minGain: 0.03,
-  planner: 'adaptive',
-  searchBudgetMs: 50,
-  maxDelegateQueues: 8,
+  minGain: defaults.control.minGain,
+  planner: defaults.control.planner as ControlConfig['planner'],
+  searchBudgetMs: defaults.control.searchBudgetMs,
+  maxDelegateQueues: defaults.control.maxDelegateQueues,
 };

@@ -96,6 +96,11 @@ function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: num
   return true;
 }
 
+/** A content key of a set of replica plans: equal plans price equally. */
+function plansKey(pipelines: PipelineGroupPlan[]): string {
+  return pipelines.map((p) => `${p.dpReplicas.join(',')}:${p.schedule.map((stage) => stage.join(',')).join(';')}`).join('/');
+}
+
 /**
  * Iteration time of a job running `pipelines` with `delegation` under per-replica delays: the
  * slowest replica (they meet in the DP all-reduce). Sends are priced with the ranks' transport:
@@ -157,7 +162,7 @@ export function plannedPipelines(
     // Replicas of a group straggle on the same links, so one replica's transport stands for all.
     const transport = delegation ? linkTransportOf(input, replicas[0], delegation, config.transport ?? DEFAULT_TRANSPORT_CONFIG) : undefined;
     const model = modelOf(input, maxDelays(now, replicas), transport);
-    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs } });
+    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs, ...(config.searchEvaluations ? { maxEvaluations: config.searchEvaluations } : {}) } });
     planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
   }
   return planned;
@@ -179,7 +184,16 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
   const transport = config.transport ?? DEFAULT_TRANSPORT_CONFIG;
   const { now } = replicaDelays(input);
   const initial = initialPipelines(input);
-  const predictedStaticMs = predictMs(input, initial, now, [], transport);
+  // The same plan is often priced twice in one decision (the schedule in force is the initial
+  // plan; kept and re-planned share delegation): each simulation costs about a millisecond at 8 x 32.
+  const priced = new Map<string, number>();
+  const predict = (pipelines: PipelineGroupPlan[], delegation: readonly DelegationPlan[]): number => {
+    const key = `${plansKey(pipelines)}|${delegation.map((d) => `${d.rank}:${d.sendQueues}:${d.recvQueues}`).join(',')}`;
+    let ms = priced.get(key);
+    if (ms === undefined) priced.set(key, (ms = predictMs(input, pipelines, now, delegation, transport)));
+    return ms;
+  };
+  const predictedStaticMs = predict(initial, []);
   const stragglers = input.links.filter((l) => l.straggler && l.dp < input.dpSize && l.link < input.stages - 1);
   const reasonLinks = stragglers.map(({ dp, link, upRank, downRank, extraMs, nicFailure }) => ({ dp, link, upRank, downRank, extraMs, nicFailure }));
 
@@ -191,7 +205,7 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     return { decision, predictedCurrentMs: null, predictedStaticMs };
   }
   const current = input.current;
-  const predictedPreviousMs = predictMs(input, current.pipelines, now, current.delegation, transport);
+  const predictedPreviousMs = predict(current.pipelines, current.delegation);
   const outcome = (decision: ControlDecision | null): ControlOutcome => ({ decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs });
   // A slow data-parallel link costs far more than a slow pipeline link: re-mapping comes first.
   const remap = decideRemap(input, config, initial);
@@ -214,16 +228,16 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     const have = current.delegation.find((c) => c.rank === d.rank);
     return have ? { rank: d.rank, sendQueues: Math.max(d.sendQueues, have.sendQueues), recvQueues: Math.max(d.recvQueues, have.recvQueues) } : d;
   });
-  const keptMs = predictMs(input, current.pipelines, now, delegation, transport);
+  const keptMs = predict(current.pipelines, delegation);
   const planned = plannedPipelines(input, stragglers, now, initial, config, delegation);
-  const plannedMs = predictMs(input, planned, now, delegation, transport);
+  const plannedMs = predict(planned, delegation);
   const worthIt = plannedMs < keptMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
   const delegatedMs = worthIt ? plannedMs : keptMs;
 
   // A NIC failure leaves only the delegated path, and delegates already running stay while stragglers last.
   if (kind === 'straggler' && current.delegation.length === 0) {
     const direct = plannedPipelines(input, stragglers, now, initial, config, []);
-    const directMs = predictMs(input, direct, now, [], transport);
+    const directMs = predict(direct, []);
     if (directMs < delegatedMs * (1 - config.minGain)) {
       const replan = !sameWarmups(current.pipelines, direct, input.dpSize) && directMs < predictedPreviousMs * (1 - config.minGain);
       if (!replan) return outcome(null);

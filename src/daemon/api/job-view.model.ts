@@ -95,14 +95,14 @@ export function jobPageView(job: JobRuntime, transport: TransportConfig = DEFAUL
   if (rows.length > MAX_HEAT_ROWS) rows = [...rows].sort((a, b) => Number(b.straggler) - Number(a.straggler) || b.worst - a.worst).slice(0, MAX_HEAT_ROWS).sort((a, b) => a.index - b.index);
 
   const inForce = job.committed?.version ?? null;
-  const open = job.handshake;
+  const open = job.switching.handshake;
   return {
     jobId: job.jobId,
     stages: S,
     microbatches: job.spec.microbatches,
     dp: job.spec.dp,
-    iteration: job.maxIteration,
-    iterationMs: Number.isFinite(job.iterationMs) ? job.iterationMs : null,
+    iteration: job.progress.maxIteration,
+    iterationMs: Number.isFinite(job.progress.iterationMs) ? job.progress.iterationMs : null,
     scheduleVersion: inForce,
     handshake: open ? `v${open.schedule.version} prepared for iteration ${open.schedule.effectiveIteration}, ${open.acked.size}/${job.reporting.length} ranks acknowledged` : null,
     stragglers,

@@ -11,6 +11,7 @@ function checkId(id: string): string {
 }
 
 function summary(job: JobRuntime) {
+  const open = job.switching.handshake;
   return {
     jobId: job.jobId,
     stages: job.spec.stages,
@@ -18,18 +19,18 @@ function summary(job: JobRuntime) {
     dp: job.spec.dp,
     tp: job.spec.tp,
     epoch: job.epoch,
-    iteration: job.maxIteration,
-    iterationMs: Number.isFinite(job.iterationMs) ? job.iterationMs : null,
+    iteration: job.progress.maxIteration,
+    iterationMs: Number.isFinite(job.progress.iterationMs) ? job.progress.iterationMs : null,
     scheduleVersion: job.committed?.version ?? null,
-    handshake: job.handshake ? { version: job.handshake.schedule.version, effectiveIteration: job.handshake.schedule.effectiveIteration, acked: job.handshake.acked.size, of: job.reporting.length } : null,
+    handshake: open ? { version: open.schedule.version, effectiveIteration: open.schedule.effectiveIteration, acked: open.acked.size, of: job.reporting.length } : null,
     stragglers: job.detector.activeStragglerCount(),
     delegatedRanks: job.committed?.delegation.length ?? 0,
-    staleRanks: [...job.staleRanks],
+    staleRanks: [...job.progress.staleRanks],
     topology: {
-      version: job.topology?.version ?? 0,
-      sinceVersion: job.topology?.sinceVersion ?? null,
-      pendingVersion: job.pendingTopology?.version ?? null,
-      staleLayoutReports: job.staleLayoutReports,
+      version: job.layout.topology?.version ?? 0,
+      sinceVersion: job.layout.topology?.sinceVersion ?? null,
+      pendingVersion: job.layout.pendingTopology?.version ?? null,
+      staleLayoutReports: job.layout.staleLayoutReports,
     },
   };
 }

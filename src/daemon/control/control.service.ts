@@ -1,9 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
+import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
 import { decideControl } from '../../core/control/job-controller';
+import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
@@ -25,6 +28,7 @@ export class ControlService {
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   private get controlConfig(): ControlConfig {
@@ -33,7 +37,7 @@ export class ControlService {
     return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
   }
 
-  evaluate(job: JobRuntime, now = Date.now()): Promise<void> {
+  evaluate(job: JobRuntime, now = this.clock.now()): Promise<void> {
     return job.serialize(() => inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span)));
   }
 
@@ -44,23 +48,23 @@ export class ControlService {
     if (!job.historyReplayed) {
       // A new owner decides only once the job's history has been replayed into its detector: from an
       // empty one, a straggler the schedule absorbs would look healed (issue 11, fault 7).
-      job.needsEvaluation = true;
+      job.requestEvaluation();
       return;
     }
-    const started = performance.now();
+    const started = this.clock.monotonicMs();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
-    if (job.handshake || job.pendingTopology || job.maxIteration < job.holdUntilIteration) {
+    if (job.switching.handshake || job.layout.pendingTopology || job.progress.maxIteration < job.layout.holdUntilIteration) {
       // One switch at a time: what changed meanwhile is decided once this one ends. After a
       // committed re-map, until the ranks run it the detector still describes the old layout.
-      job.needsEvaluation = true;
+      job.requestEvaluation();
       return;
     }
     const input = job.controlInput(snapshot, job.committed ? job.topologyView(snapshot, now, this.config.remap.minIntervalMs) : undefined);
     this.updateTolerances(job, input);
     const urgent = this.nicFailureWithoutDelegation(job, input);
-    if (job.committed && now < job.notBefore && !urgent) {
-      job.needsEvaluation = true;
+    if (job.committed && now < job.switching.notBefore && !urgent) {
+      job.requestEvaluation();
       return;
     }
     const outcome = decideControl(input, this.controlConfig);
@@ -71,11 +75,11 @@ export class ControlService {
       'pipemorph.schedule_version': job.committed?.version ?? 0,
       'pipemorph.decision': outcome.decision?.kind ?? 'none',
     });
-    this.metrics.planningDuration.observe((performance.now() - started) / 1000);
+    this.metrics.planningDuration.observe((this.clock.monotonicMs() - started) / 1000);
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, this.healthyMs(job, input, now) / 1000);
-    job.needsEvaluation = false;
+    job.evaluated();
     const decision = outcome.decision;
     if (!decision) return;
     this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
@@ -108,17 +112,7 @@ export class ControlService {
   /** Tells the detector how much extra delay each link absorbs under the schedule in force (Eq. 1). */
   private updateTolerances(job: JobRuntime, input: JobControlInput): void {
     if (!job.committed) return;
-    const fb = input.fMs.map((f, i) => f + input.bMs[i]);
-    const baseline = new Map(input.links.map((l) => [`${l.dp},${l.link}`, Number.isFinite(l.baselineMs) ? l.baselineMs : 0]));
-    for (const pipeline of job.committed.pipelines) {
-      for (const dp of pipeline.dpReplicas) {
-        for (let i = 0; i + 1 < input.stages; i++) {
-          const slackness = pipeline.warmup[i] - pipeline.warmup[i + 1];
-          const toleranceMs = Math.max(0, (slackness * fb[i + 1] - fb[i]) / 2);
-          job.detector.setTolerance(dp, i, Math.max(0, toleranceMs - (baseline.get(`${dp},${i}`) ?? 0)));
-        }
-      }
-    }
+    for (const t of detectorTolerances(input, job.committed.pipelines)) job.detector.setTolerance(t.dp, t.link, t.toleranceMs);
   }
 
   private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {

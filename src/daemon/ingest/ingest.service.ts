@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../../core/clock/clock.type';
+import { sleep } from '../../core/clock/sleep';
 import { LinkObservation } from '../../core/detect/job-detector';
 import { parseRegistration, parseReportStreamMessage, RegisteredMarker } from '../../protocol/message-parser';
 import { ProtocolError } from '../../protocol/protocol-error';
 import { Ack, LinkSample, RankReport } from '../../protocol/protocol-v1.type';
 import { jobKeys, REGISTRATIONS_STREAM, REJECTED_REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { JobRegistry } from '../jobs/job-registry.service';
@@ -39,7 +42,7 @@ export class IngestService {
   private loop: Promise<void> | null = null;
   private lastBatchAt = 0;
   /** When the loop last completed a pass (read and processed), for liveness. */
-  private lastPassAt = Date.now();
+  private lastPassAt: number;
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
   private readonly quarantined = new Map<string, number>();
   /** Batches being processed per stream. */
@@ -52,7 +55,10 @@ export class IngestService {
     private readonly control: ControlService,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
-  ) {}
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
+    this.lastPassAt = clock.now();
+  }
 
   get consumer(): string {
     return this.registry.replicaId;
@@ -60,7 +66,7 @@ export class IngestService {
 
   /** Ready = the loop runs and has completed a read recently. */
   get healthy(): boolean {
-    return this.running && Date.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
+    return this.running && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
   }
 
   /**
@@ -69,15 +75,15 @@ export class IngestService {
    * restarts the pod instead of leaving it unready for ever (issue 11, fault 1).
    */
   get live(): boolean {
-    return Date.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
+    return this.clock.now() - this.lastPassAt < this.config.ingest.stallTimeoutMs;
   }
 
   async start(): Promise<void> {
     if (this.running) return;
     await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
     this.running = true;
-    this.lastBatchAt = Date.now();
-    this.lastPassAt = Date.now();
+    this.lastBatchAt = this.clock.now();
+    this.lastPassAt = this.lastBatchAt;
     this.loop = this.run();
   }
 
@@ -92,7 +98,7 @@ export class IngestService {
     while (this.running) {
       try {
         await this.claimForAdopted();
-        const now = Date.now();
+        const now = this.clock.now();
         const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
         const { batches, failed } = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
@@ -103,18 +109,18 @@ export class IngestService {
           if (broken.includes(REGISTRATIONS_STREAM)) {
             // No registration can be read: the pass does not count (liveness), whatever else was read.
             for (const batch of batches) await this.processStream(batch.stream, batch.entries);
-            await new Promise((resolve) => setTimeout(resolve, 500));
+            await sleep(this.clock, 500);
             continue;
           }
         }
-        this.lastBatchAt = Date.now();
+        this.lastBatchAt = this.clock.now();
         this.lastPassAt = this.lastBatchAt;
         this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
         this.metrics.ingestErrors.inc();
         this.logger.error(`ingest pass failed: ${(error as Error).message}`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        await sleep(this.clock, 500);
       }
     }
   }
@@ -143,7 +149,7 @@ export class IngestService {
       } catch (error) {
         if (!isStreamError(error)) throw error;
         this.metrics.streamRepairs.inc({ result: 'quarantined' });
-        this.quarantined.set(stream, Date.now() + QUARANTINE_MS);
+        this.quarantined.set(stream, this.clock.now() + QUARANTINE_MS);
         broken.push(stream);
         this.logger.error(`stream ${stream}: cannot be read (${(error as Error).message}); skipped for ${QUARANTINE_MS} ms, other jobs go on`);
       }
@@ -154,12 +160,11 @@ export class IngestService {
 
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
   async claimForAdopted(): Promise<void> {
-    for (const jobId of [...this.registry.adoptedSinceClaim]) {
-      this.registry.adoptedSinceClaim.delete(jobId);
+    for (const jobId of this.registry.takeAdopted()) {
       const job = this.registry.get(jobId);
       if (job) await this.replayHistory(job);
       // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
-      if (job) job.historyReplayed = true;
+      job?.markHistoryReplayed();
       await this.claimIdle(jobId, 0);
     }
   }
@@ -183,9 +188,12 @@ export class IngestService {
     for (const entry of entries.slice(start)) {
       try {
         const message = parseReportStreamMessage(entry.message, job.jobId);
-        if (message.type !== 'report' || !job.positionOf.has(message.rank) || !job.layoutOf(message.scheduleVersion, message.iteration)) continue;
+        if (message.type !== 'report' || !job.positionOf.has(message.rank)) continue;
+        const verdict = job.layout.acceptReport(message.scheduleVersion, message.iteration);
+        if (verdict === 'switched') job.requestEvaluation();
+        if (verdict === 'stale-layout') continue;
         job.detector.observe(message.rank, message.iteration, message.computeMs, message.links.map(toObservation));
-        job.noteIteration(message.rank, message.iteration, Date.now(), false);
+        job.progress.noteIteration(message.rank, message.iteration, this.clock.now(), false);
       } catch {
         // History that was rejected when it arrived stays rejected.
       }
@@ -229,10 +237,10 @@ export class IngestService {
     // One span per control pass: ingest of the batch -> detection and planning -> publish.
     await inSpan('pipemorph.control_pass', { 'pipemorph.job': job.jobId, 'pipemorph.entries': entries.length }, async () => {
       let evaluate = false;
-      const now = Date.now();
+      const now = this.clock.now();
       await inSpan('pipemorph.ingest', { 'pipemorph.job': job.jobId }, async (span) => {
         for (const entry of entries) evaluate = (await this.handleJobMessage(job, entry, now)) || evaluate;
-        span.setAttribute('pipemorph.reports_total', job.counters.reports);
+        span.setAttribute('pipemorph.reports_total', job.ingestCounts.reports);
       });
       const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
       if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
@@ -285,25 +293,25 @@ export class IngestService {
         }
         const fresh = await this.registry.adopt(job.jobId);
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
-        if (fresh) fresh.needsEvaluation = true;
+        fresh?.requestEvaluation();
         return false;
       }
       let current = this.registry.get(job.jobId) ?? job;
       if (!current.positionOf.has(message.rank)) throw new ProtocolError(`rank ${message.rank} is not a reporting rank (tp 0) of job ${job.jobId}`, type);
       // What the ranks hold bounds the numbers this daemon hands out (protocol §5.6).
       const held = message.type === 'ack' ? message.version : message.scheduleVersion;
-      if (held > current.knownVersion) current.knownVersion = held;
+      current.noteHeldVersion(held);
       const epoch = message.epoch ?? 0;
       if (epoch > current.epoch) {
         const fresh = await this.registry.reconcileEpoch(current, epoch);
         if (fresh) {
-          fresh.knownVersion = Math.max(fresh.knownVersion, held);
-          fresh.needsEvaluation = true;
+          fresh.noteHeldVersion(held);
+          fresh.requestEvaluation();
           current = fresh;
         }
       }
       if (message.type === 'ack') {
-        current.counters.acks++;
+        current.ingestCounts.count('acks');
         this.metrics.ingestMessages.inc({ type, result: 'accepted' });
         await current.serialize(() => this.publisher.onAck(current, message as Ack, now));
         return false;
@@ -312,7 +320,7 @@ export class IngestService {
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       type = error.messageType ?? type;
-      job.counters.rejected++;
+      job.ingestCounts.count('rejected');
       this.metrics.ingestMessages.inc({ type, result: 'rejected' });
       await this.store.reject(jobKeys(job.jobId).rejected, entry.message, error.message, this.config.ingest.rejectedMaxLen, this.config.ingest.rejectedCopyBytes);
       return false;
@@ -320,23 +328,26 @@ export class IngestService {
   }
 
   private handleReport(job: JobRuntime, report: RankReport, now: number): boolean {
-    if (!job.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
-      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
+    if (!job.progress.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
+      throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.progress.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
     }
-    if (!job.layoutOf(report.scheduleVersion, report.iteration)) {
+    const verdict = job.layout.acceptReport(report.scheduleVersion, report.iteration);
+    // The first report of a committed re-map switched the detector: decide afresh once it has learned.
+    if (verdict === 'switched') job.requestEvaluation();
+    if (verdict === 'stale-layout') {
       // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
-      job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+      job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
       this.metrics.ingestMessages.inc({ type: 'report', result: 'stale_layout' });
       return false;
     }
     const result = job.detector.observe(report.rank, report.iteration, report.computeMs, report.links.map(toObservation));
     if (result.duplicate) {
-      job.counters.duplicates++;
+      job.ingestCounts.count('duplicates');
       this.metrics.ingestMessages.inc({ type: 'report', result: 'duplicate' });
       return false;
     }
-    job.counters.reports++;
-    job.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+    job.ingestCounts.count('reports');
+    job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
     job.recordHistory(report);
     this.metrics.ingestMessages.inc({ type: 'report', result: 'accepted' });
     return result.changed || (!job.committed && job.needsEvaluation);

@@ -33,11 +33,10 @@ export class JobHistory {
   private readonly delays: Float32Array;
   private readonly iterationMs = new Float32Array(HISTORY_ITERATIONS).fill(Number.NaN);
   private newest = -1;
-  /** Samples refused: older than the ring, or a link beyond HISTORY_MAX_LINKS. */
-  dropped = 0;
-  readonly versions: VersionSummary[] = [];
-  current: PublishedSchedule | null = null;
-  replaced: PublishedSchedule | null = null;
+  private droppedSamples = 0;
+  private readonly summaries: VersionSummary[] = [];
+  private inForce: PublishedSchedule | null = null;
+  private before: PublishedSchedule | null = null;
 
   constructor(readonly stages: number, readonly dp: number) {
     this.links = Math.min(HISTORY_MAX_LINKS, Math.max(0, dp * (stages - 1)));
@@ -61,12 +60,12 @@ export class JobHistory {
   noteLinkDelay(iteration: number, dp: number, link: number, ms: number): void {
     const index = dp * (this.stages - 1) + link;
     if (link < 0 || link >= this.stages - 1 || dp < 0 || index >= this.links || !Number.isFinite(ms)) {
-      this.dropped++;
+      this.droppedSamples++;
       return;
     }
     const slot = this.slot(iteration);
     if (slot < 0) {
-      this.dropped++;
+      this.droppedSamples++;
       return;
     }
     const k = slot * this.links + index;
@@ -79,7 +78,7 @@ export class JobHistory {
     const slot = this.slot(iteration);
     if (slot < 0 || !Number.isNaN(this.iterationMs[slot])) return;
     this.iterationMs[slot] = ms;
-    const summary = this.versions.find((v) => v.version === version);
+    const summary = this.summaries.find((v) => v.version === version);
     if (summary) {
       summary.measuredSumMs += ms;
       summary.measuredCount++;
@@ -87,10 +86,10 @@ export class JobHistory {
   }
 
   noteCommitted(schedule: PublishedSchedule): void {
-    if (this.current?.version === schedule.version) return;
-    if (this.current) this.replaced = this.current;
-    this.current = schedule;
-    this.versions.push({
+    if (this.inForce?.version === schedule.version) return;
+    if (this.inForce) this.before = this.inForce;
+    this.inForce = schedule;
+    this.summaries.push({
       version: schedule.version,
       effectiveIteration: schedule.effectiveIteration,
       committedAt: schedule.createdAt,
@@ -102,7 +101,7 @@ export class JobHistory {
       measuredSumMs: 0,
       measuredCount: 0,
     });
-    if (this.versions.length > HISTORY_VERSIONS) this.versions.splice(0, this.versions.length - HISTORY_VERSIONS);
+    if (this.summaries.length > HISTORY_VERSIONS) this.summaries.splice(0, this.summaries.length - HISTORY_VERSIONS);
   }
 
   /** The kept iterations, oldest first, with per link (dp * (S - 1) + link) their delays (NaN = not reported) and the iteration times. */
@@ -111,6 +110,26 @@ export class JobHistory {
     for (let i = Math.max(0, this.newest - HISTORY_ITERATIONS + 1); i <= this.newest; i++) if (this.tags[i % HISTORY_ITERATIONS] === i) iterations.push(i);
     const delays = Array.from({ length: this.links }, (_, l) => iterations.map((i) => this.delays[(i % HISTORY_ITERATIONS) * this.links + l]));
     return { iterations, delays, iterationMs: iterations.map((i) => this.iterationMs[i % HISTORY_ITERATIONS]) };
+  }
+
+  /** Samples refused: older than the ring, or a link beyond HISTORY_MAX_LINKS. */
+  get dropped(): number {
+    return this.droppedSamples;
+  }
+
+  /** The newest versions, oldest first, with what they measured. */
+  get versions(): readonly Readonly<VersionSummary>[] {
+    return this.summaries;
+  }
+
+  /** The schedule in force, as far as this history has seen. */
+  get current(): PublishedSchedule | null {
+    return this.inForce;
+  }
+
+  /** The schedule the one in force replaced. */
+  get replaced(): PublishedSchedule | null {
+    return this.before;
   }
 
   /** Bytes of typed-array storage: fixed at construction, whatever the job reports. */

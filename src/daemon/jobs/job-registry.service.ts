@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { hostname } from 'node:os';
+import { Clock } from '../../core/clock/clock.type';
 import { PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { jobKeys } from '../../protocol/redis-keys';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
@@ -33,7 +35,7 @@ export class JobRegistry {
   private readonly owned = new Map<string, JobRuntime>();
   private readonly byReportsStream = new Map<string, JobRuntime>();
   /** Jobs just taken: their idle pending entries must be claimed before new ones are read. */
-  readonly adoptedSinceClaim = new Set<string>();
+  private readonly adoptedSinceClaim = new Set<string>();
   private readonly logger = new Logger(JobRegistry.name);
 
   constructor(
@@ -41,6 +43,7 @@ export class JobRegistry {
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {
     this.replicaId = config.jobs.ownerId || `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   }
@@ -55,6 +58,13 @@ export class JobRegistry {
 
   all(): JobRuntime[] {
     return [...this.owned.values()];
+  }
+
+  /** The jobs taken since the last call, each handed out once: ingest replays their history and claims their pending entries. */
+  takeAdopted(): string[] {
+    const taken = [...this.adoptedSinceClaim];
+    this.adoptedSinceClaim.clear();
+    return taken;
   }
 
   reportStreams(): string[] {
@@ -88,7 +98,7 @@ export class JobRegistry {
    */
   private async restoreLost(job: JobRuntime): Promise<boolean> {
     if ((await this.store.loadSpec(job.jobId)) || (await this.store.ownerOf(job.jobId))) return false;
-    await this.store.saveSpec(job.spec, job.registrationId);
+    await this.store.saveSpec(job.spec.registration, job.registrationId);
     if (!(await this.store.acquireLease(job.jobId, this.replicaId, this.config.jobs.leaseMs))) return false;
     this.logger.warn(`job ${job.jobId}: Redis lost the job's keys; restoring it from this replica's memory`);
     this.metrics.jobsRestored.inc();
@@ -101,7 +111,7 @@ export class JobRegistry {
    * above the ranks' epoch. If Redis's epoch moved on, another replica leads: discovery lets go.
    */
   async reconcileEpoch(job: JobRuntime, reported: number): Promise<JobRuntime | undefined> {
-    job.knownEpoch = Math.max(job.knownEpoch, reported);
+    job.noteReportedEpoch(reported);
     if (job.released || reported <= job.epoch) return undefined;
     if ((await this.store.readEpoch(job.jobId)) !== job.epoch) return undefined;
     if (!(await this.store.renewLease(job.jobId, this.replicaId, this.config.jobs.leaseMs))) return undefined;
@@ -121,9 +131,12 @@ export class JobRegistry {
     // Epochs and versions never go back, also when Redis lost its counters: an earlier runtime of the
     // job and the ranks' reports know the highest ones handed out (protocol §5.6).
     const epoch = await this.store.bumpEpoch(jobId, Math.max(previous?.epoch ?? 0, previous?.knownEpoch ?? 0));
-    const job = new JobRuntime(spec, epoch, this.config.detection, stored.registrationId);
-    job.knownVersion = previous?.versionFloor() ?? 0;
-    job.knownEpoch = previous?.knownEpoch ?? 0;
+    const job = new JobRuntime(spec, epoch, this.config.detection, {
+      registrationId: stored.registrationId,
+      adoptedAt: this.clock.now(),
+      knownVersion: previous?.versionFloor() ?? 0,
+      knownEpoch: previous?.knownEpoch ?? 0,
+    });
     const keys = jobKeys(jobId);
     await this.store.keepJobKeys(jobId);
     await this.store.ensureGroup(keys.reports, this.config.ingest.consumerGroup);
@@ -135,12 +148,9 @@ export class JobRegistry {
       committed = previous.committed;
     }
     // A committed schedule of an older registration (other shape) is replaced by a new initial plan.
-    if (committed && fitsShape(committed, spec)) {
-      job.noteCommitted(committed, true);
-      job.lastPublishAt = committed.createdAt;
-    }
+    if (committed && fitsShape(committed, spec)) job.noteCommitted(committed, true);
     if (previous) {
-      previous.released = true;
+      previous.release();
       this.metrics.forgetJob(jobId, previous.spec.stages);
     }
     this.metrics.initJob(jobId, epoch);
@@ -157,7 +167,7 @@ export class JobRegistry {
   drop(jobId: string): void {
     const job = this.owned.get(jobId);
     if (!job) return;
-    job.released = true;
+    job.release();
     this.owned.delete(jobId);
     this.byReportsStream.delete(jobKeys(jobId).reports);
     this.adoptedSinceClaim.delete(jobId);

@@ -34,18 +34,18 @@ describe('JobRuntime: topology changes', () => {
     expect(job.positionOf.get(2)).toEqual({ rank: 2, dp: 0, pp: 1 });
     const before = job.detector;
     job.noteCommitted(schedule(5, swapped));
-    expect(job.pendingTopology?.version).toBe(1);
+    expect(job.layout.pendingTopology?.version).toBe(1);
     expect(job.topologyView(job.detector.snapshot(), 0, 0).remapAllowed).toBe(false);
-    expect(job.layoutOf(4, 18)).toBe(true); // still the old layout, and the detector too
+    expect(job.layout.acceptReport(4, 18)).toBe('accepted'); // still the old layout, and the detector too
     expect(job.detector).toBe(before);
-    expect(job.layoutOf(5, 20)).toBe(true); // the first report of the new layout
+    expect(job.layout.acceptReport(5, 20)).toBe('switched'); // the first report of the new layout
     expect(job.detector).not.toBe(before);
     expect(job.positionOf.get(2)).toEqual({ rank: 2, dp: 1, pp: 0 });
     expect(job.positionOf.get(4)).toEqual({ rank: 4, dp: 0, pp: 1 });
     expect([...job.positionOf.keys()].sort()).toEqual([0, 2, 4, 6]);
-    expect(job.holdUntilIteration).toBe(20 + Math.max(DEFAULT_DETECTOR_CONFIG.enterAfter, DEFAULT_DETECTOR_CONFIG.leaveAfter));
-    expect(job.layoutOf(4, 19)).toBe(false); // a late report of the old layout
-    expect(job.staleLayoutReports).toBe(1);
+    expect(job.layout.holdUntilIteration).toBe(20 + Math.max(DEFAULT_DETECTOR_CONFIG.enterAfter, DEFAULT_DETECTOR_CONFIG.leaveAfter));
+    expect(job.layout.acceptReport(4, 19)).toBe('stale-layout'); // a late report of the old layout
+    expect(job.layout.staleLayoutReports).toBe(1);
     const view = job.topologyView(job.detector.snapshot(), 0, 0);
     expect(view.rankAt).toEqual([0, 4, 2, 6]);
     expect(view.remapAllowed).toBe(true);
@@ -53,17 +53,26 @@ describe('JobRuntime: topology changes', () => {
     // Later schedules carry the same topology version: nothing is rebuilt again.
     const rebuilt = job.detector;
     job.noteCommitted(schedule(6, { ...swapped, moved: [] }));
-    expect(job.pendingTopology).toBeNull();
-    job.layoutOf(6, 30);
+    expect(job.layout.pendingTopology).toBeNull();
+    expect(job.layout.acceptReport(6, 30)).toBe('accepted');
     expect(job.detector).toBe(rebuilt);
   });
 
   it('adopts the committed layout at once when a replica takes the job over', () => {
     const job = new JobRuntime(registration, 2, DEFAULT_DETECTOR_CONFIG);
     job.noteCommitted(schedule(6, { ...swapped, moved: [] }), true);
-    expect(job.topology?.version).toBe(1);
-    expect(job.pendingTopology).toBeNull();
+    expect(job.layout.topology?.version).toBe(1);
+    expect(job.layout.pendingTopology).toBeNull();
     expect(job.positionOf.get(4)).toEqual({ rank: 4, dp: 0, pp: 1 });
-    expect(job.layoutOf(4, 10)).toBe(false); // history from before the re-map is not replayed into the new layout
+    expect(job.needsEvaluation).toBe(true);
+    expect(job.layout.acceptReport(4, 10)).toBe('stale-layout'); // history from before the re-map is not replayed into the new layout
+  });
+
+  it('keeps the registration frozen: no service can change the spec under the runtime', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    expect(() => {
+      (job.spec.registration.ranks[0] as { pp: number }).pp = 1;
+    }).toThrow(TypeError);
+    expect(registration.ranks[0].pp).toBe(0);
   });
 });

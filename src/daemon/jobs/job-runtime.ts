@@ -1,157 +1,163 @@
-import { ControlDecision } from '../../core/control/control-decision.type';
 import { JobControlInput, PipelineGroupPlan, TopologyView } from '../../core/control/control-input.type';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
-import { DetectionSnapshot, JobDetector, JobTopology, RankPosition } from '../../core/detect/job-detector';
+import { RankPosition } from '../../core/detect/detection.type';
+import { DetectionSnapshot, JobDetector } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
-import { AllReduceModel } from '../../core/topology/topology.type';
-import { PublishedSchedule, RankReport, Registration, TopologyAssignment } from '../../protocol/protocol-v1.type';
+import { PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
+import { IngestCounters } from '../ingest/ingest-counters.model';
+import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
 import { JobHistory } from './job-history';
+import { JobSpecView } from './job-spec.view';
+import { LayoutTracker } from './layout-tracker.model';
+import { RankProgress } from './rank-progress.model';
 
-/** Defaults of the all-reduce model where the registration leaves them out. */
-const DEFAULT_CHUNK_BYTES = 4 << 20;
-const DEFAULT_INFLIGHT_CHUNKS = 8;
-const DEFAULT_RING_GBPS = 25;
-
-/** A prepared schedule waiting for every reporting rank's acknowledgement. */
-export interface OpenHandshake {
-  schedule: PublishedSchedule;
-  deadline: number;
-  acked: Set<number>;
-  decision: ControlDecision;
+/** Where a runtime starts from besides the registration (JobRegistry.adopt). */
+export interface JobRuntimeOrigin {
+  /** The registrations-stream entry this runtime was built from. */
+  registrationId?: string;
+  /** When this replica took the job: a job that never reports again expires counting from here. */
+  adoptedAt?: number;
+  /** Highest schedule version and fencing epoch known outside Redis's counters (an earlier runtime of the job). */
+  knownVersion?: number;
+  knownEpoch?: number;
 }
 
 /**
- * Everything one daemon replica keeps in memory about a job it owns. Rebuilt from Redis
- * (spec, committed schedule, pending reports) when a replica takes the job over.
+ * Everything one daemon replica keeps in memory about a job it owns, rebuilt from Redis (spec,
+ * committed schedule, pending reports) when a replica takes the job over. Each part has one
+ * owner (docs/job-state.md): the frozen registration (`spec`), the layout and its detector
+ * (`layout`), the ranks' progress (`progress`, ingest and maintenance), the switch in flight
+ * (`switching`, the publisher), ingest's counts (`ingestCounts`), the job page's history; what
+ * is left here changes through named methods only.
  */
 export class JobRuntime {
   readonly jobId: string;
-  reporting: RankPosition[] = [];
-  readonly positionOf = new Map<number, RankPosition>();
-  readonly rankAt: Map<string, number> = new Map();
-  detector!: JobDetector;
-  /** The layout the ranks' reports describe: null = the registration's. */
-  topology: TopologyAssignment | null = null;
-  /** A committed re-map the ranks have not reached yet: applied at the first report of its schedule version. */
-  pendingTopology: TopologyAssignment | null = null;
-  lastRemapAt = 0;
-  /** No decisions before the ranks reach this iteration: the detector was rebuilt for a new layout. */
-  holdUntilIteration = -1;
-  /** Reports of an older layout than the one applied (they arrive around a switch): counted, not used. */
-  staleLayoutReports = 0;
-  private localities: Map<number, string> | null = null;
-  readonly lastSeenAt = new Map<number, number>();
-  readonly staleRanks = new Set<number>();
-  committed: PublishedSchedule | null = null;
-  handshake: OpenHandshake | null = null;
-  maxIteration = -1;
-  /** Iteration time estimated from how fast reported iterations advance, ms (NaN until known). */
-  iterationMs = Number.NaN;
-  lastPublishAt = 0;
-  /** Earliest time the next prepare may start (min interval, back-off after an abort). */
-  notBefore = 0;
-  abortStreak = 0;
-  needsEvaluation = true;
-  /** Set when this replica lets go of the runtime (lease lost, job expired or rebuilt): no more control steps or metrics for it. */
-  released = false;
-  /** When this replica took the job: a job that never reports again expires counting from here. */
-  readonly adoptedAt = Date.now();
-  private lastIterationAt = 0;
-  private measuredIterations = false;
+  readonly spec: JobSpecView;
+  readonly registrationId: string;
+  readonly adoptedAt: number;
+  readonly layout: LayoutTracker;
+  readonly progress = new RankProgress();
+  readonly switching = new SwitchState();
+  readonly ingestCounts = new IngestCounters();
+  /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
+  readonly history: JobHistory;
+  private inForce: PublishedSchedule | null = null;
+  private evaluationWanted = true;
+  private letGo = false;
+  private replayed = false;
+  private heldVersion: number;
+  private reportedEpoch: number;
   private chain: Promise<unknown> = Promise.resolve();
-  readonly counters = { reports: 0, acks: 0, duplicates: 0, rejected: 0, prepares: 0, commits: 0, aborts: 0 };
+
+  constructor(spec: Registration, readonly epoch: number, detection: DetectorConfig, origin: JobRuntimeOrigin = {}) {
+    this.spec = new JobSpecView(spec);
+    this.jobId = this.spec.jobId;
+    this.registrationId = origin.registrationId ?? '';
+    this.adoptedAt = origin.adoptedAt ?? 0;
+    this.heldVersion = origin.knownVersion ?? 0;
+    this.reportedEpoch = origin.knownEpoch ?? 0;
+    this.history = new JobHistory(this.spec.stages, this.spec.dp);
+    this.layout = new LayoutTracker(this.spec, detection);
+  }
+
+  /** The detector of the layout in force. */
+  get detector(): JobDetector {
+    return this.layout.detector;
+  }
+
+  /** The reporting ranks (tp 0) at their current slots. */
+  get reporting(): readonly RankPosition[] {
+    return this.layout.reporting;
+  }
+
+  get positionOf(): ReadonlyMap<number, RankPosition> {
+    return this.layout.positionOf;
+  }
+
+  get rankAt(): ReadonlyMap<string, number> {
+    return this.layout.rankAt;
+  }
+
+  /** The committed schedule in force (as far as this replica knows). */
+  get committed(): PublishedSchedule | null {
+    return this.inForce;
+  }
+
+  /** The switch in flight (read-only; SwitchState is changed by the publisher alone). */
+  get handshake(): OpenHandshake | null {
+    return this.switching.handshake;
+  }
+
+  /** Whether the next control step should decide (something changed, or a decision was deferred). */
+  get needsEvaluation(): boolean {
+    return this.evaluationWanted;
+  }
+
+  /** Set when this replica lets go of the runtime (lease lost, job expired or rebuilt): no more control steps or metrics for it. */
+  get released(): boolean {
+    return this.letGo;
+  }
+
   /** False until the new owner has replayed the job's history: no decision from an empty detector. */
-  historyReplayed = false;
+  get historyReplayed(): boolean {
+    return this.replayed;
+  }
+
   /**
    * Highest schedule version known outside Redis's counter: reported by ranks, or held by an
    * earlier runtime of this job. A version counter lost with Redis's data restarts above it.
    */
-  knownVersion = 0;
+  get knownVersion(): number {
+    return this.heldVersion;
+  }
+
   /** Highest fencing epoch a rank has reported (reports' and acks' `epoch`). */
-  knownEpoch = 0;
-  /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
-  readonly history: JobHistory;
-
-  /** `registrationId`: the registrations-stream entry this runtime was built from. */
-  constructor(readonly spec: Registration, readonly epoch: number, private readonly detection: DetectorConfig, readonly registrationId = '') {
-    this.jobId = spec.jobId;
-    this.history = new JobHistory(spec.stages, spec.dp);
-    this.place(spec.ranks.filter((r) => r.tp === 0).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
+  get knownEpoch(): number {
+    return this.reportedEpoch;
   }
 
-  private place(reporting: RankPosition[]): void {
-    this.reporting = reporting;
-    this.positionOf.clear();
-    this.rankAt.clear();
-    for (const position of reporting) {
-      this.positionOf.set(position.rank, position);
-      this.rankAt.set(`${position.dp},${position.pp}`, position.rank);
-    }
-    const topology: JobTopology = { stages: this.spec.stages, dpSize: this.spec.dp, ranks: reporting };
-    this.detector = new JobDetector(topology, this.detection, this.nominal());
+  /** Every count of the job's messages and switches (GET /jobs/:id). */
+  get counters(): Readonly<{ reports: number; acks: number; duplicates: number; rejected: number; prepares: number; commits: number; aborts: number }> {
+    return { ...this.ingestCounts.snapshot(), ...this.switching.counters };
   }
 
-  /**
-   * The fabric's healthy level for a fresh detector: the registered network, else (after a re-map)
-   * the typical baseline the old detector learned, so a link that is slow when the layout changes
-   * is not learned as healthy.
-   */
-  private nominal(): { latencyMs?: number; gbps?: number } | undefined {
-    if (this.spec.network) return { latencyMs: this.spec.network.latencyMs, gbps: this.spec.network.nominalGBps };
-    if (!this.detector) return undefined;
-    const baselines = this.detector.snapshot().pipelineLinks.map((l) => l.baselineMs).filter((ms) => Number.isFinite(ms)).sort((a, b) => a - b);
-    return baselines.length > 0 ? { latencyMs: baselines[baselines.length >> 1], gbps: Number.POSITIVE_INFINITY } : undefined;
+  requestEvaluation(): void {
+    this.evaluationWanted = true;
+  }
+
+  /** The control step decided on what it saw. */
+  evaluated(): void {
+    this.evaluationWanted = false;
+  }
+
+  release(): void {
+    this.letGo = true;
+  }
+
+  markHistoryReplayed(): void {
+    this.replayed = true;
+  }
+
+  /** A rank holds (reports or acknowledges) schedule version `version`. */
+  noteHeldVersion(version: number): void {
+    if (version > this.heldVersion) this.heldVersion = version;
+  }
+
+  /** A rank reported fencing epoch `epoch`. */
+  noteReportedEpoch(epoch: number): void {
+    if (epoch > this.reportedEpoch) this.reportedEpoch = epoch;
   }
 
   /** A committed schedule: its topology becomes pending until the ranks run it (or at once on adoption, `immediately`). */
   noteCommitted(schedule: PublishedSchedule, immediately = false): void {
-    this.committed = schedule;
+    this.inForce = schedule;
     this.history.noteCommitted(schedule);
-    const t = schedule.topology;
-    if (!t || t.version === (this.pendingTopology ?? this.topology)?.version) return;
-    if (immediately) this.applyTopology(t);
-    else this.pendingTopology = t;
-  }
-
-  /**
-   * Whether a report of schedule version `version` describes the layout in force, applying a
-   * pending re-map at the first report that runs it. Reports of an older layout are not used.
-   */
-  layoutOf(version: number, iteration: number): boolean {
-    if (this.pendingTopology && version >= this.pendingTopology.sinceVersion) {
-      this.applyTopology(this.pendingTopology);
-      // The fresh detector needs as many samples as hysteresis asks before its word counts.
-      this.holdUntilIteration = iteration + Math.max(this.detection.enterAfter, this.detection.leaveAfter);
-    }
-    if (this.topology && version < this.topology.sinceVersion) {
-      this.staleLayoutReports++;
-      return false;
-    }
-    return true;
-  }
-
-  private applyTopology(t: TopologyAssignment): void {
-    const reporting = new Set(this.reporting.map((r) => r.rank));
-    this.place(t.ranks.filter((r) => reporting.has(r.rank)).map(({ rank, dp, pp }) => ({ rank, dp, pp })));
-    this.topology = t;
-    this.pendingTopology = null;
-    this.needsEvaluation = true;
+    if (this.layout.noteCommitted(schedule.topology, immediately)) this.requestEvaluation();
   }
 
   /** The floor of the next version number: above every version the daemon or a rank has seen. */
   versionFloor(): number {
-    return Math.max(this.knownVersion, this.committed?.version ?? 0, this.handshake?.schedule.version ?? 0);
-  }
-
-  /**
-   * Whether a reported iteration is plausible: at most `maxJump` iterations beyond the job's
-   * progress, plus what the time since the last report explains at 4x the measured pace. A single
-   * report of iteration 1e15 would otherwise make every genuine later report a duplicate.
-   */
-  plausibleIteration(iteration: number, now: number, maxJump: number): boolean {
-    if (this.maxIteration < 0) return true;
-    const elapsed = this.lastIterationAt > 0 && this.iterationMs > 0 ? Math.ceil((4 * Math.max(0, now - this.lastIterationAt)) / this.iterationMs) : 0;
-    return iteration <= this.maxIteration + maxJump + elapsed;
+    return Math.max(this.heldVersion, this.inForce?.version ?? 0, this.switching.handshake?.schedule.version ?? 0);
   }
 
   /** Runs `task` after every task queued before it for this job: one control step at a time per job. */
@@ -162,31 +168,8 @@ export class JobRuntime {
   }
 
   /**
-   * Records a rank's progress; `live` is false for history replayed on adoption (progress, not
-   * liveness). A rank-measured iteration time is preferred over the arrival rate of reports.
-   */
-  noteIteration(rank: number, iteration: number, now: number, live = true, measuredMs?: number): void {
-    if (measuredMs !== undefined && measuredMs > 0) {
-      this.iterationMs = Number.isFinite(this.iterationMs) ? 0.8 * this.iterationMs + 0.2 * measuredMs : measuredMs;
-      this.measuredIterations = true;
-    }
-    if (live) {
-      this.lastSeenAt.set(rank, now);
-      this.staleRanks.delete(rank);
-    }
-    if (iteration > this.maxIteration) {
-      if (live && !this.measuredIterations && this.maxIteration >= 0 && this.lastIterationAt > 0) {
-        const per = (now - this.lastIterationAt) / (iteration - this.maxIteration);
-        this.iterationMs = Number.isFinite(this.iterationMs) ? 0.8 * this.iterationMs + 0.2 * per : per;
-      }
-      this.maxIteration = iteration;
-      if (live) this.lastIterationAt = now;
-    }
-  }
-
-  /**
    * Keeps an accepted report's pipeline link times and the iteration time (the rank's own, else
-   * the pace estimate) for the job page; call after noteIteration.
+   * the pace estimate) for the job page; call after progress.noteIteration.
    */
   recordHistory(report: RankReport): void {
     const me = this.positionOf.get(report.rank);
@@ -197,40 +180,7 @@ export class JobRuntime {
       if (!peer || peer.dp !== me.dp || Math.abs(peer.pp - me.pp) !== 1) continue;
       this.history.noteLinkDelay(report.iteration, me.dp, Math.min(me.pp, peer.pp), l.medianMs);
     }
-    this.history.noteIteration(report.iteration, report.scheduleVersion, report.iterationMs ?? this.iterationMs);
-  }
-
-  /** Per stage: activations that fit on the device, and on device plus host once delegation offloads them. */
-  caps(): { device: number[]; host: number[] } {
-    const { deviceBytes, activationBytes, hostBytes } = this.spec.memory;
-    const n = this.spec.microbatches;
-    const activationsIn = (bytes: number, i: number) => (activationBytes[i] > 0 ? Math.max(1, Math.min(n, Math.floor(bytes / activationBytes[i]))) : n);
-    return {
-      device: deviceBytes.map((bytes, i) => activationsIn(bytes, i)),
-      host: deviceBytes.map((bytes, i) => Math.max(activationsIn(bytes, i), activationsIn(bytes + hostBytes, i))),
-    };
-  }
-
-  /** The all-reduce as the registration describes it (null without `dataParallel`). */
-  allReduce(): AllReduceModel | null {
-    const dp = this.spec.dataParallel;
-    if (!dp) return null;
-    return {
-      gradientBytes: dp.gradientBytes,
-      latencyMs: dp.latencyMs ?? this.spec.network?.latencyMs ?? 0,
-      gbps: dp.gbps ?? this.spec.network?.nominalGBps ?? DEFAULT_RING_GBPS,
-      chunkBytes: dp.chunkBytes ?? DEFAULT_CHUNK_BYTES,
-      inflight: dp.inflightChunks ?? DEFAULT_INFLIGHT_CHUNKS,
-    };
-  }
-
-  /** Locality of each reporting rank, from the registration (fixed for the runtime's life, so built once). */
-  private localityOf(): ReadonlyMap<number, string> {
-    if (!this.localities) {
-      this.localities = new Map();
-      for (const r of this.spec.ranks) if (r.tp === 0 && r.locality !== undefined) this.localities.set(r.rank, r.locality);
-    }
-    return this.localities;
+    this.history.noteIteration(report.iteration, report.scheduleVersion, report.iterationMs ?? this.progress.iterationMs);
   }
 
   /** Placement and data-parallel links for the re-map decision; re-mapping waits `minIntervalMs` after the last one and for it to be applied. */
@@ -241,26 +191,26 @@ export class JobRuntime {
     for (const r of this.reporting) rankAt[r.dp * S + r.pp] = r.rank;
     return {
       rankAt,
-      rings: this.topology?.rings ?? Array.from({ length: S }, () => Array.from({ length: D }, (_, d) => d)),
-      localityOf: this.localityOf(),
-      allReduce: rankAt.includes(-1) ? null : this.allReduce(),
+      rings: this.layout.topology?.rings ?? Array.from({ length: S }, () => Array.from({ length: D }, (_, d) => d)),
+      localityOf: this.spec.localityOf,
+      allReduce: rankAt.includes(-1) ? null : this.spec.allReduce(),
       dataParallelLinks: snapshot.dataParallelLinks.map((l) => ({ fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, straggler: l.straggler })),
-      remapAllowed: !this.pendingTopology && now - this.lastRemapAt >= minIntervalMs,
+      remapAllowed: !this.layout.pendingTopology && now - this.switching.lastRemapAt >= minIntervalMs,
     };
   }
 
   controlInput(snapshot: DetectionSnapshot, topology?: TopologyView): JobControlInput {
     const S = this.spec.stages;
-    const pick = (measured: number[], registered: number[] | undefined, i: number) =>
-      Number.isFinite(measured[i]) ? measured[i] : registered ? registered[i] : 1;
-    const caps = this.caps();
+    const registered = this.spec.registration.computeMs;
+    const pick = (measured: number[], given: readonly number[] | undefined, i: number) => (Number.isFinite(measured[i]) ? measured[i] : given ? given[i] : 1);
+    const caps = this.spec.caps();
     return {
       stages: S,
       microbatches: this.spec.microbatches,
       dpSize: this.spec.dp,
-      fMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.fMs, this.spec.computeMs?.fMs, i)),
-      bMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.bMs, this.spec.computeMs?.bMs, i)),
-      wMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.wMs, this.spec.computeMs?.wMs, i)),
+      fMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.fMs, registered?.fMs, i)),
+      bMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.bMs, registered?.bMs, i)),
+      wMs: Array.from({ length: S }, (_, i) => pick(snapshot.stageTimes.wMs, registered?.wMs, i)),
       deviceCaps: caps.device,
       hostCaps: caps.host,
       links: snapshot.pipelineLinks.map((l) => ({
@@ -273,7 +223,7 @@ export class JobRuntime {
         straggler: l.straggler,
         nicFailure: l.reason === 'nic-failure',
       })),
-      current: this.committed ? this.currentPlan(this.committed) : null,
+      current: this.inForce ? this.currentPlan(this.inForce) : null,
       ...(topology ? { topology } : {}),
     };
   }

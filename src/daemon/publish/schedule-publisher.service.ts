@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { formatSchedule } from '../../core/pipeline/schedule';
+import { topologyFromPlacement } from '../../core/topology/topology-from-placement';
 import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
@@ -47,14 +48,14 @@ export class SchedulePublisher {
   }
 
   private async doPrepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
-    if (job.handshake) return;
+    if (job.switching.handshake) return;
     // Moved ranks load another stage's weights first: a re-map gets more notice.
     const lead = this.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
     // When report m arrives the fastest rank is already inside m + 1 (it read control at that
     // iteration's start, before this prepare existed), so the first read that can see the prepare is at
     // the start of m + 2: count the lead from there, or a rank following protocol sec. 4 hears the
     // prepare only at E itself with lead 2 and must refuse it as late.
-    const effectiveIteration = Math.max(0, job.maxIteration) + 1 + lead;
+    const effectiveIteration = Math.max(0, job.progress.maxIteration) + 1 + lead;
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
@@ -64,28 +65,27 @@ export class SchedulePublisher {
       this.logger.warn(`job ${job.jobId}: prepare of version ${schedule.version} refused (${result})`);
       return;
     }
-    job.counters.prepares++;
-    job.handshake = { schedule, deadline: now + this.config.handshake.prepareTimeoutMs, acked: new Set(), decision };
+    job.switching.opened(schedule, now + this.config.handshake.prepareTimeoutMs, decision);
     this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 1);
     this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, job.reporting.length);
     this.logger.log(`job ${job.jobId}: prepared version ${schedule.version} for iteration ${effectiveIteration} (${decision.kind}: ${decision.detail})`);
   }
 
   async onAck(job: JobRuntime, ack: Ack, now: number): Promise<void> {
-    const open = job.handshake;
+    const open = job.switching.handshake;
     if (!open || ack.version !== open.schedule.version || ack.epoch !== job.epoch) return; // late or duplicate: harmless
     if (!ack.accepted) {
       await this.abort(job, 'refused', `rank ${ack.rank} refused: ${ack.reason ?? 'no reason given'}`, now);
       return;
     }
-    open.acked.add(ack.rank);
+    job.switching.acknowledged(ack.rank);
     this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, job.reporting.filter((r) => !open.acked.has(r.rank)).length);
     if (job.reporting.every((r) => open.acked.has(r.rank))) await this.commit(job, now);
   }
 
   /** Aborts handshakes whose deadline passed, naming the ranks that did not answer. */
   async expire(job: JobRuntime, now: number): Promise<void> {
-    const open = job.handshake;
+    const open = job.switching.handshake;
     if (!open || now < open.deadline) return;
     const silent = job.reporting.filter((r) => !open.acked.has(r.rank)).map((r) => r.rank);
     await this.abort(job, 'timeout', `timeout: ranks ${silent.slice(0, 16).join(', ')}${silent.length > 16 ? ', ...' : ''} did not acknowledge`, now);
@@ -100,16 +100,14 @@ export class SchedulePublisher {
   }
 
   private async commit(job: JobRuntime, now: number): Promise<void> {
-    const open = job.handshake!;
+    const open = job.switching.handshake!;
     const schedule: PublishedSchedule = { ...open.schedule, state: 'committed' };
     const result = await this.store.commit(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
-    job.handshake = null;
+    job.switching.closedByCommit(result === 'ok');
     this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 0);
     this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, 0);
     if (result === 'ok') {
-      job.counters.commits++;
-      job.abortStreak = 0;
       this.committed(job, schedule, now);
       this.logger.log(`job ${job.jobId}: committed version ${schedule.version} from iteration ${schedule.effectiveIteration}`);
     } else {
@@ -118,25 +116,20 @@ export class SchedulePublisher {
   }
 
   private async abort(job: JobRuntime, cause: AbortReason, reason: string, now: number): Promise<void> {
-    const open = job.handshake!;
+    const open = job.switching.handshake!;
     const result = await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen);
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
     this.metricsFor(job)?.handshakeAborts.inc({ job: job.jobId, reason: cause });
-    job.handshake = null;
+    job.switching.closedByAbort(now, (streak) => Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (streak - 1)));
     this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 0);
     this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, 0);
-    job.counters.aborts++;
-    job.abortStreak++;
-    job.notBefore = now + Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (job.abortStreak - 1));
-    job.needsEvaluation = true;
+    job.requestEvaluation();
     this.logger.warn(`job ${job.jobId}: aborted version ${open.schedule.version}: ${reason}`);
   }
 
   private committed(job: JobRuntime, schedule: PublishedSchedule, now: number): void {
-    if (schedule.reason.kind === 'remap') job.lastRemapAt = now;
+    job.switching.committed(now, schedule.reason.kind === 'remap', this.config.control.minReplanIntervalMs);
     job.noteCommitted(schedule);
-    job.lastPublishAt = now;
-    job.notBefore = now + this.config.control.minReplanIntervalMs;
     this.metricsFor(job)?.scheduleInForce(job.jobId, schedule);
   }
 
@@ -146,8 +139,9 @@ export class SchedulePublisher {
    */
   private leadIterations(job: JobRuntime): number {
     const { minLeadIterations, leadMs } = this.config.handshake;
-    const base = job.iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / job.iterationMs)) : minLeadIterations;
-    return Math.min(1000, base * 2 ** Math.min(job.abortStreak, 6));
+    const iterationMs = job.progress.iterationMs;
+    const base = iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / iterationMs)) : minLeadIterations;
+    return Math.min(1000, base * 2 ** Math.min(job.switching.abortStreak, 6));
   }
 
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
@@ -188,26 +182,14 @@ export class SchedulePublisher {
    * TP ranks following their node's reporting rank), else the one in force carried over.
    */
   private topologyOf(job: JobRuntime, decision: ControlDecision, version: number): { topology?: TopologyAssignment } {
-    const inForce = job.pendingTopology ?? job.topology;
+    const inForce = job.layout.inForce;
     const change = decision.topology;
     if (!change) return inForce ? { topology: { ...inForce, moved: [] } } : {};
-    const S = job.spec.stages;
-    const slotOf = new Map(change.rankAt.map((rank, slot) => [rank, slot]));
     const reportingRankOf = new Map(job.spec.ranks.filter((r) => r.tp === 0).map((r) => [r.node, r.rank]));
     const previousPp = new Map((inForce?.ranks ?? job.spec.ranks).map((r) => [r.rank, r.pp]));
-    const ranks = job.spec.ranks.map((r) => {
-      const slot = slotOf.get(reportingRankOf.get(r.node) ?? r.rank) ?? -1;
-      return { rank: r.rank, dp: Math.floor(slot / S), pp: slot % S };
-    });
-    return {
-      topology: {
-        version: (inForce?.version ?? 0) + 1,
-        sinceVersion: version,
-        ranks,
-        rings: change.rings,
-        moved: ranks.filter((r) => r.pp !== previousPp.get(r.rank)).map((r) => r.rank),
-      },
-    };
+    const members = job.spec.ranks.map((r) => ({ rank: r.rank, placedAs: reportingRankOf.get(r.node) ?? r.rank }));
+    const placement = { stages: job.spec.stages, nodeAt: change.rankAt, rings: change.rings };
+    return { topology: topologyFromPlacement(placement, (inForce?.version ?? 0) + 1, version, previousPp, members) };
   }
 
   private event(type: ControlEvent['type'], schedule: PublishedSchedule): ControlEvent {

@@ -2,6 +2,8 @@ import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/c
 import Redis from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { ConnectionOptions } from 'node:tls';
+import { Clock } from '../../core/clock/clock.type';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JOB_STORE } from '../store/job-store.repository';
 import { RedisJobStore } from '../store/redis-job-store';
@@ -26,13 +28,13 @@ function tlsOptions(config: PipemorphConfig): { tls?: ConnectionOptions } {
   };
 }
 
-function connect(config: PipemorphConfig, name: string): Redis {
+function connect(config: PipemorphConfig, name: string, clock: Clock): Redis {
   // Bounded retries per command, endless reconnects: a Redis restart must not kill the daemon.
   const client = new Redis(config.redis.url, { connectionName: `pipemorph-${name}`, maxRetriesPerRequest: 3, enableOfflineQueue: true, lazyConnect: false, ...tlsOptions(config) });
   // Without a listener ioredis prints every error with its command, AUTH arguments included.
   let lastLogged = 0;
   client.on('error', (error: Error) => {
-    const now = Date.now();
+    const now = clock.now();
     if (now - lastLogged < ERROR_LOG_INTERVAL_MS) return;
     lastLogged = now;
     logger.warn(`${name} connection: ${redactSecrets(error.message, config.redis.url)}`);
@@ -43,9 +45,9 @@ function connect(config: PipemorphConfig, name: string): Redis {
 @Global()
 @Module({
   providers: [
-    { provide: REDIS_COMMANDS, inject: [PIPEMORPH_CONFIG], useFactory: (config: PipemorphConfig) => connect(config, 'commands') },
-    { provide: REDIS_BLOCKING, inject: [PIPEMORPH_CONFIG], useFactory: (config: PipemorphConfig) => connect(config, 'ingest') },
-    { provide: JOB_STORE, inject: [REDIS_COMMANDS, REDIS_BLOCKING], useFactory: (commands: Redis, blocking: Redis) => new RedisJobStore(commands, blocking) },
+    { provide: REDIS_COMMANDS, inject: [PIPEMORPH_CONFIG, CLOCK], useFactory: (config: PipemorphConfig, clock: Clock) => connect(config, 'commands', clock) },
+    { provide: REDIS_BLOCKING, inject: [PIPEMORPH_CONFIG, CLOCK], useFactory: (config: PipemorphConfig, clock: Clock) => connect(config, 'ingest', clock) },
+    { provide: JOB_STORE, inject: [REDIS_COMMANDS, REDIS_BLOCKING, CLOCK], useFactory: (commands: Redis, blocking: Redis, clock: Clock) => new RedisJobStore(commands, blocking, clock) },
   ],
   exports: [JOB_STORE, REDIS_COMMANDS],
 })

@@ -1,7 +1,9 @@
 import Redis from 'ioredis';
+import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
 import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { SystemClock } from '../clock/system-clock';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
 import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
@@ -37,7 +39,7 @@ interface ScriptedRedis extends Redis {
 export class RedisJobStore implements JobStore {
   private readonly redis: ScriptedRedis;
 
-  constructor(commands: Redis, private readonly blocking: Redis) {
+  constructor(commands: Redis, private readonly blocking: Redis, private readonly clock: Clock = new SystemClock()) {
     this.redis = commands as ScriptedRedis;
     const define = (name: string, numberOfKeys: number, lua: string) => {
       if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys, lua });
@@ -142,7 +144,7 @@ export class RedisJobStore implements JobStore {
   async reject(stream: string, raw: string | null, reason: string, maxLen: number, maxCopyBytes: number): Promise<void> {
     const copy = rejectedCopy(raw, maxCopyBytes);
     const size = copy.truncated ? ['bytes', String(copy.bytes), 'truncated', '1'] : ['bytes', String(copy.bytes)];
-    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, copy.text, 'reason', boundedReason(reason), 'at', String(Date.now()), ...size);
+    await this.redis.xadd(stream, 'MAXLEN', '~', maxLen, '*', MESSAGE_FIELD, copy.text, 'reason', boundedReason(reason), 'at', String(this.clock.now()), ...size);
   }
 
   async trim(stream: string, maxLen: number): Promise<void> {

@@ -1,5 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { schedule, ScheduledTask } from 'node-cron';
+import { Clock } from '../../core/clock/clock.type';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { IngestService } from '../ingest/ingest.service';
 import { JobRegistry } from '../jobs/job-registry.service';
@@ -14,18 +16,20 @@ const CONNECT_MAX_DELAY_MS = 5000;
 @Injectable()
 export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(DaemonLifecycle.name);
-  private readonly timers: NodeJS.Timeout[] = [];
+  /** The pending timer of each periodic task (DaemonLifecycle.every). */
+  private readonly timers = new Map<number, unknown>();
   private cron: ScheduledTask | null = null;
   private stopping = false;
   /** The background connection attempts (kept for tests and debugging; shutdown does not wait for them). */
   connecting: Promise<void> | null = null;
-  private retryTimer: NodeJS.Timeout | null = null;
+  private retryTimer: unknown = null;
 
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly registry: JobRegistry,
     private readonly ingest: IngestService,
     private readonly maintenance: MaintenanceService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   /**
@@ -45,8 +49,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
       } catch (error) {
         // The message never carries credentials (ioredis errors name host and port only; see redis.module.ts).
         this.logger.warn(`cannot reach Redis yet (attempt ${attempt + 1}: ${(error as Error).message}); retrying in ${delay} ms`);
-        await new Promise((resolve) => {
-          this.retryTimer = setTimeout(resolve, delay);
+        await new Promise<void>((resolve) => {
+          this.retryTimer = this.clock.setTimeout(resolve, delay);
         });
       }
     }
@@ -59,27 +63,32 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.retryTimer !== null) this.clock.clearTimeout(this.retryTimer);
     // Not awaited while still connecting: a command waiting for an unreachable Redis fails once the
     // connections close (RedisModule), and the attempt loop sees `stopping`.
-    for (const timer of this.timers) clearInterval(timer);
+    for (const timer of this.timers.values()) this.clock.clearTimeout(timer);
+    this.timers.clear();
     await this.cron?.destroy();
     await this.ingest.stop();
     await this.registry.releaseAll();
     this.logger.log('stopped: batch in hand acknowledged, leases released');
   }
 
-  /** Like setInterval, but a run never overlaps the previous one and errors are logged, not thrown. */
+  /** Runs `task` every `ms` on the clock; a run never overlaps the previous one and errors are logged, not thrown. */
   private every(ms: number, task: () => Promise<unknown>): void {
-    let busy = false;
-    this.timers.push(
-      setInterval(() => {
-        if (busy || this.stopping) return;
-        busy = true;
-        task()
-          .catch((error) => this.logger.error((error as Error).message))
-          .finally(() => (busy = false));
-      }, ms),
-    );
+    const id = this.timers.size;
+    const next = () => {
+      if (this.stopping) return;
+      this.timers.set(
+        id,
+        this.clock.setTimeout(() => {
+          if (this.stopping) return;
+          task()
+            .catch((error) => this.logger.error((error as Error).message))
+            .finally(next);
+        }, ms),
+      );
+    };
+    next();
   }
 }

@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Clock } from '../../core/clock/clock.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
+import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { IngestService } from '../ingest/ingest.service';
@@ -27,9 +29,10 @@ export class MaintenanceService {
     private readonly ingest: IngestService,
     private readonly control: ControlService,
     private readonly metrics: MetricsService,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
-  async run(now = Date.now()): Promise<void> {
+  async run(now = this.clock.now()): Promise<void> {
     // Registrations are read within a pass; the stream only needs to hold recent history.
     await this.store.trim(REGISTRATIONS_STREAM, this.config.ingest.registrationsMaxLen).catch((error) => this.logger.error(`trimming registrations failed: ${(error as Error).message}`));
     await this.sweepOrphans().catch((error) => this.logger.error(`sweeping orphan streams failed: ${(error as Error).message}`));
@@ -37,12 +40,9 @@ export class MaintenanceService {
       if (job.released) continue; // let go while earlier jobs were maintained
       try {
         const { staleRankMs, staleJobMs } = this.config.jobs;
-        for (const { rank } of job.reporting) {
-          const seen = job.lastSeenAt.get(rank);
-          if (seen !== undefined && now - seen > staleRankMs) job.staleRanks.add(rank);
-        }
-        this.metrics.staleRanks.set({ job: job.jobId }, job.staleRanks.size);
-        const lastSeen = Math.max(job.adoptedAt, ...job.lastSeenAt.values());
+        const stale = job.progress.markStale(job.reporting.map((r) => r.rank), now, staleRankMs);
+        this.metrics.staleRanks.set({ job: job.jobId }, stale);
+        const lastSeen = job.progress.lastSeen(job.adoptedAt);
         if (now - lastSeen > staleJobMs) {
           await this.registry.expire(job.jobId);
           continue;
@@ -74,9 +74,10 @@ export class MaintenanceService {
   }
 
   /** Fast path between cron ticks: handshake deadlines and deferred decisions. */
-  async tick(now = Date.now()): Promise<void> {
+  async tick(now = this.clock.now()): Promise<void> {
     for (const job of this.registry.all()) {
-      const due = (job.handshake && now >= job.handshake.deadline) || (job.needsEvaluation && !job.handshake && now >= job.notBefore);
+      const open = job.switching.handshake;
+      const due = (open && now >= open.deadline) || (job.needsEvaluation && !open && now >= job.switching.notBefore);
       if (due) await this.control.evaluate(job, now).catch((error) => this.logger.error(`job ${job.jobId}: ${(error as Error).message}`));
     }
   }

@@ -1,0 +1,109 @@
+import { HttpException } from '@nestjs/common';
+import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
+import { ingestPass, metricValue, registeredJob, registration, serviceHarness, ServiceHarness, settle } from '../../../test/support/service-harness';
+
+const spec = registration('ing');
+
+async function readiness(h: ServiceHarness): Promise<{ status: number; body: unknown }> {
+  try {
+    return { status: 200, body: await h.health.ready() };
+  } catch (error) {
+    if (!(error instanceof HttpException)) throw error;
+    return { status: error.getStatus(), body: error.getResponse() };
+  }
+}
+
+/** Stops the loop: it may be sleeping on the manual clock after a failed pass. */
+async function stop(h: ServiceHarness): Promise<void> {
+  const stopped = h.ingest.stop();
+  h.clock.advance(1000);
+  await stopped;
+}
+
+describe('IngestService', () => {
+  it('rejects a bad message with its reason and goes on with the rest of the batch', async () => {
+    const h = serviceHarness();
+    const job = await registeredJob(h, spec);
+    const reports = jobKeys(spec.jobId).reports;
+    await h.store.append(reports, '{"type":"report","protocol":1', 1000);
+    await h.store.append(reports, JSON.stringify({ type: 'report', protocol: 1, jobId: spec.jobId, rank: 42, iteration: 0, scheduleVersion: 1, computeMs: { f: 1, b: 1, w: 1 }, links: [] }), 1000);
+    await ingestPass(h);
+    const rejected = h.store.entries(jobKeys(spec.jobId).rejected);
+    expect(rejected).toHaveLength(2);
+    expect(rejected[1].fields!.reason).toMatch(/rank 42 is not a reporting rank/);
+    expect(job.counters.rejected).toBe(2);
+    expect(await h.store.pendingCount(reports, h.config.ingest.consumerGroup)).toBe(0); // acknowledged
+    // The unparsable one has no type to count under.
+    expect(await metricValue(h, 'pipemorph_ingest_messages_total', { type: 'unknown', result: 'rejected' })).toBe(1);
+    expect(await metricValue(h, 'pipemorph_ingest_messages_total', { type: 'report', result: 'rejected' })).toBe(1);
+  });
+
+  it('leaves a batch unacknowledged when handling it fails on the store, and processes it once claimed again', async () => {
+    const h = serviceHarness();
+    const job = await registeredJob(h, spec);
+    const reports = jobKeys(spec.jobId).reports;
+    await h.store.append(reports, 'not json', 1000);
+    h.store.failNext('reject', new Error('connection lost'));
+    await expect(ingestPass(h)).rejects.toThrow('connection lost');
+    expect(await h.store.pendingCount(reports, h.config.ingest.consumerGroup)).toBe(1);
+    h.clock.advance(h.config.ingest.claimIdleMs);
+    expect(await h.ingest.claimIdle(spec.jobId)).toBe(1);
+    expect(h.store.entries(jobKeys(spec.jobId).rejected)).toHaveLength(1);
+    expect(h.registry.get(spec.jobId)).toBe(job);
+    expect(await h.store.pendingCount(reports, h.config.ingest.consumerGroup)).toBe(0);
+  });
+
+  it('keeps running through failed reads, unready meanwhile (503), ready again once reads succeed', async () => {
+    const h = serviceHarness();
+    await h.ingest.start();
+    await settle();
+    expect(await readiness(h)).toEqual({ status: 200, body: { status: 'ok', redis: true, ingest: true } });
+    h.store.failNext('readNew', new Error('connect ECONNREFUSED'), Number.POSITIVE_INFINITY);
+    await settle();
+    expect(await metricValue(h, 'pipemorph_ingest_errors_total')).toBe(1);
+    // The loop retries every 500 ms on the clock; after 5 s without a read it is not ready.
+    for (let t = 0; t < 11; t++) {
+      h.clock.advance(500);
+      await settle();
+    }
+    expect(await metricValue(h, 'pipemorph_ingest_errors_total')).toBeGreaterThanOrEqual(10);
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false } });
+    h.store.clearFaults();
+    h.clock.advance(500);
+    await settle();
+    expect((await readiness(h)).status).toBe(200);
+    await stop(h);
+  });
+
+  it('answers 503 on readiness while Redis does not answer, and before the loop runs', async () => {
+    const h = serviceHarness();
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false } });
+    await h.ingest.start();
+    await settle();
+    h.store.setReachable(false);
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: false, ingest: true } });
+    await stop(h);
+  });
+
+  it('recreates the group of a deleted stream and sets aside one that cannot be read, while other jobs go on', async () => {
+    const h = serviceHarness();
+    await registeredJob(h, spec);
+    const other = registration('ing-other');
+    const otherJob = await registeredJob(h, other);
+    h.store.dropStream(jobKeys(spec.jobId).reports);
+    h.store.breakStream(jobKeys(other.jobId).reports);
+    await h.ingest.start();
+    await settle();
+    expect(await metricValue(h, 'pipemorph_ingest_stream_repairs_total', { result: 'repaired' })).toBe(1);
+    expect(await metricValue(h, 'pipemorph_ingest_stream_repairs_total', { result: 'quarantined' })).toBe(1);
+    await h.store.append(jobKeys(spec.jobId).reports, 'not json', 1000);
+    await h.store.append(REGISTRATIONS_STREAM, '{}', 1000);
+    await settle();
+    // The repaired stream is read again; the registration too; the broken one is skipped, not fatal.
+    expect(h.registry.get(spec.jobId)!.counters.rejected).toBe(1);
+    expect(h.store.entries('pipemorph:rejected')).toHaveLength(1);
+    expect(otherJob.counters.rejected).toBe(0);
+    expect(h.ingest.live).toBe(true);
+    await stop(h);
+  });
+});

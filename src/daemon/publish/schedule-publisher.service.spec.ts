@@ -1,0 +1,110 @@
+import { Ack } from '../../protocol/protocol-v1.type';
+import { jobKeys } from '../../protocol/redis-keys';
+import { metricValue, preparedJob, registration, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
+
+const spec = registration('pub');
+
+function ack(version: number, epoch: number, rank: number, accepted = true): Ack {
+  return { type: 'ack', protocol: 1, jobId: spec.jobId, rank, version, epoch, accepted, ...(accepted ? {} : { reason: 'late' }) } as Ack;
+}
+
+describe('SchedulePublisher', () => {
+  it('commits a prepared switch once every reporting rank acknowledged it', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    const version = job.switching.handshake!.schedule.version;
+    for (const rank of [0, 1, 2]) await h.publisher.onAck(job, ack(version, job.epoch, rank), h.clock.now());
+    expect(job.committed!.version).toBeLessThan(version); // three of four: still open
+    await h.publisher.onAck(job, ack(version, job.epoch, 3), h.clock.now());
+    expect(job.committed!.version).toBe(version);
+    expect(job.switching.handshake).toBeNull();
+    expect(job.counters).toMatchObject({ prepares: 1, commits: 1, aborts: 0 });
+    expect(h.store.controlEvents(spec.jobId).map((e) => e.type)).toEqual(['commit', 'prepare', 'commit']);
+  });
+
+  it('aborts at the prepare deadline on the clock, and backs off twice as long after each abort', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    const { prepareTimeoutMs, retryBackoffMs } = h.config.handshake;
+    h.clock.advance(prepareTimeoutMs - 1);
+    await h.publisher.expire(job, h.clock.now());
+    expect(job.switching.handshake).not.toBeNull(); // not yet
+    h.clock.advance(1);
+    await h.publisher.expire(job, h.clock.now());
+    expect(job.switching.handshake).toBeNull();
+    expect(job.switching.notBefore).toBe(h.clock.now() + retryBackoffMs);
+    expect(await metricValue(h, 'pipemorph_handshake_aborts_total', { reason: 'timeout' })).toBe(1);
+
+    h.clock.advance(retryBackoffMs - 1);
+    await h.control.evaluate(job);
+    expect(job.switching.handshake).toBeNull(); // still backing off
+    h.clock.advance(1);
+    await h.control.evaluate(job);
+    expect(job.switching.handshake).not.toBeNull(); // prepared again, a new version
+    h.clock.advance(prepareTimeoutMs);
+    await h.publisher.expire(job, h.clock.now());
+    expect(job.switching.notBefore).toBe(h.clock.now() + 2 * retryBackoffMs);
+    expect(job.counters).toMatchObject({ prepares: 2, aborts: 2, commits: 0 });
+  });
+
+  it('aborts when a rank refuses', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    await h.publisher.onAck(job, ack(job.switching.handshake!.schedule.version, job.epoch, 2, false), h.clock.now());
+    expect(job.switching.handshake).toBeNull();
+    expect(await metricValue(h, 'pipemorph_handshake_aborts_total', { reason: 'refused' })).toBe(1);
+  });
+
+  it('publishes nothing once fenced: another replica took the job before the version was allocated', async () => {
+    const h = serviceHarness();
+    const { job } = await stragglingJob(h, spec);
+    h.store.stealLease(spec.jobId, 'replica-b', 10000);
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    expect(job.switching.handshake).toBeNull();
+    expect(h.store.controlEvents(spec.jobId).map((e) => e.type)).toEqual(['commit']);
+    expect(await metricValue(h, 'pipemorph_publishes_total', { outcome: 'fenced' })).toBe(1);
+  });
+
+  it('cannot commit once fenced: the handshake closes, the schedule in force stays', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    const before = job.committed!.version;
+    const version = job.switching.handshake!.schedule.version;
+    h.store.stealLease(spec.jobId, 'replica-b', 10000);
+    for (const rank of [0, 1, 2, 3]) await h.publisher.onAck(job, ack(version, job.epoch, rank), h.clock.now());
+    expect(job.switching.handshake).toBeNull();
+    expect(job.committed!.version).toBe(before);
+    expect((await h.store.readSchedules(spec.jobId)).pending!.version).toBe(version); // left for the new owner to abandon
+    expect(job.counters.commits).toBe(0);
+    expect(await metricValue(h, 'pipemorph_publishes_total', { outcome: 'fenced' })).toBe(1);
+  });
+
+  it('opens no handshake when another prepare is pending (busy)', async () => {
+    const h = serviceHarness();
+    const { job } = await stragglingJob(h, spec);
+    // A prepare already pending under this epoch (written by an earlier pass that lost track of it).
+    const stray = { ...job.committed!, version: 99, state: 'prepared' as const };
+    await h.store.prepare(spec.jobId, job.epoch, stray, { type: 'prepare', protocol: 1, jobId: spec.jobId, version: 99, epoch: job.epoch, effectiveIteration: 40 }, 1000);
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    expect(job.switching.handshake).toBeNull();
+    expect(job.counters.prepares).toBe(0);
+    expect((await h.store.readSchedules(spec.jobId)).pending!.version).toBe(99);
+    expect(await metricValue(h, 'pipemorph_publishes_total', { outcome: 'busy' })).toBe(1);
+  });
+
+  it('refuses a commit whose prepare is no longer pending (stale)', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    const before = job.committed!.version;
+    const open = job.switching.handshake!;
+    // The prepare was dropped behind this replica's back (an abort by an earlier runtime of the job).
+    await h.store.abort(spec.jobId, job.epoch, { type: 'abort', protocol: 1, jobId: spec.jobId, version: open.schedule.version, epoch: job.epoch, effectiveIteration: open.schedule.effectiveIteration }, 1000);
+    for (const rank of [0, 1, 2, 3]) await h.publisher.onAck(job, ack(open.schedule.version, job.epoch, rank), h.clock.now());
+    expect(job.switching.handshake).toBeNull();
+    expect(job.committed!.version).toBe(before);
+    expect(await metricValue(h, 'pipemorph_publishes_total', { outcome: 'stale' })).toBe(1);
+    expect(h.store.entries(jobKeys(spec.jobId).control).length).toBe(3); // commit, prepare, abort: no second commit
+  });
+});

@@ -1,0 +1,389 @@
+// Generated from schemas/config.schema.json by test/schema-types.test.ts; do not edit (PIPEMORPH_WRITE_SCHEMAS=1 regenerates it).
+export const configSchema = {
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "$id": "https://pipemorph.dev/schemas/config.schema.json",
+  "title": "pipemorph daemon configuration",
+  "description": "config/default.json documents every key and its default; see docs/operations.md for the meaning of each.",
+  "type": "object",
+  "additionalProperties": false,
+  "required": [
+    "redis",
+    "http",
+    "ingest",
+    "detection",
+    "control",
+    "remap",
+    "handshake",
+    "jobs"
+  ],
+  "properties": {
+    "redis": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "url",
+        "tls"
+      ],
+      "properties": {
+        "url": {
+          "type": "string",
+          "pattern": "^rediss?://"
+        },
+        "tls": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "caFile",
+            "certFile",
+            "keyFile"
+          ],
+          "properties": {
+            "caFile": {
+              "type": "string"
+            },
+            "certFile": {
+              "type": "string"
+            },
+            "keyFile": {
+              "type": "string"
+            }
+          }
+        }
+      }
+    },
+    "http": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "host",
+        "port"
+      ],
+      "properties": {
+        "host": {
+          "type": "string",
+          "minLength": 1
+        },
+        "port": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 65535
+        }
+      }
+    },
+    "ingest": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "consumerGroup",
+        "batchSize",
+        "blockMs",
+        "claimIdleMs",
+        "streamMaxLen",
+        "rejectedMaxLen",
+        "rejectedCopyBytes",
+        "registrationsMaxLen",
+        "controlMaxLen",
+        "historyIterations",
+        "maxIterationJump",
+        "stallTimeoutMs"
+      ],
+      "properties": {
+        "consumerGroup": {
+          "type": "string",
+          "pattern": "^[A-Za-z0-9._-]{1,64}$"
+        },
+        "batchSize": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000
+        },
+        "blockMs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 60000
+        },
+        "claimIdleMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 3600000
+        },
+        "streamMaxLen": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 100000000
+        },
+        "rejectedMaxLen": {
+          "type": "integer",
+          "minimum": 10,
+          "maximum": 10000000
+        },
+        "rejectedCopyBytes": {
+          "type": "integer",
+          "minimum": 64,
+          "maximum": 1048576
+        },
+        "registrationsMaxLen": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 10000000
+        },
+        "controlMaxLen": {
+          "type": "integer",
+          "minimum": 10,
+          "maximum": 10000000
+        },
+        "historyIterations": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 100000
+        },
+        "maxIterationJump": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000000000
+        },
+        "stallTimeoutMs": {
+          "type": "integer",
+          "minimum": 1000,
+          "maximum": 3600000
+        }
+      }
+    },
+    "detection": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "windowSize",
+        "ewmaAlpha",
+        "baselineWarmup",
+        "enterAfter",
+        "leaveAfter",
+        "minExtraMs",
+        "delegationThresholdMs",
+        "dpSlowRatio",
+        "computeSlowRatio"
+      ],
+      "properties": {
+        "windowSize": {
+          "type": "integer",
+          "minimum": 3,
+          "maximum": 1024
+        },
+        "ewmaAlpha": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 1
+        },
+        "baselineWarmup": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1024
+        },
+        "enterAfter": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000
+        },
+        "leaveAfter": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000
+        },
+        "minExtraMs": {
+          "type": "number",
+          "minimum": 0
+        },
+        "delegationThresholdMs": {
+          "type": "number",
+          "minimum": 0
+        },
+        "dpSlowRatio": {
+          "type": "number",
+          "exclusiveMinimum": 1
+        },
+        "computeSlowRatio": {
+          "type": "number",
+          "exclusiveMinimum": 1
+        }
+      }
+    },
+    "control": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "planner",
+        "searchBudgetMs",
+        "minGain",
+        "maxDelegateQueues",
+        "minReplanIntervalMs",
+        "maxPlanCells",
+        "gpuSendsInFlight",
+        "delegateCopyOverhead"
+      ],
+      "properties": {
+        "planner": {
+          "enum": [
+            "adaptive",
+            "search"
+          ]
+        },
+        "searchBudgetMs": {
+          "type": "number",
+          "minimum": 1,
+          "maximum": 10000
+        },
+        "minGain": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1
+        },
+        "maxDelegateQueues": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 64
+        },
+        "minReplanIntervalMs": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 3600000
+        },
+        "maxPlanCells": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 4194304
+        },
+        "gpuSendsInFlight": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 64
+        },
+        "delegateCopyOverhead": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1
+        }
+      }
+    },
+    "remap": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "enabled",
+        "minGain",
+        "migrationMsPerNode",
+        "amortizeIterations",
+        "searchBudgetMs",
+        "minIntervalMs",
+        "extraLeadIterations"
+      ],
+      "properties": {
+        "enabled": {
+          "type": "boolean"
+        },
+        "minGain": {
+          "type": "number",
+          "minimum": 0,
+          "exclusiveMaximum": 1
+        },
+        "migrationMsPerNode": {
+          "type": "number",
+          "minimum": 0
+        },
+        "amortizeIterations": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000000
+        },
+        "searchBudgetMs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 60000
+        },
+        "minIntervalMs": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 86400000
+        },
+        "extraLeadIterations": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 1000
+        }
+      }
+    },
+    "handshake": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "prepareTimeoutMs",
+        "minLeadIterations",
+        "leadMs",
+        "retryBackoffMs"
+      ],
+      "properties": {
+        "prepareTimeoutMs": {
+          "type": "integer",
+          "minimum": 10,
+          "maximum": 600000
+        },
+        "minLeadIterations": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000
+        },
+        "leadMs": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 600000
+        },
+        "retryBackoffMs": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 600000
+        }
+      }
+    },
+    "jobs": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "leaseMs",
+        "discoveryIntervalMs",
+        "staleRankMs",
+        "staleJobMs",
+        "maintenanceCron",
+        "ownerId"
+      ],
+      "properties": {
+        "leaseMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 600000
+        },
+        "discoveryIntervalMs": {
+          "type": "integer",
+          "minimum": 10,
+          "maximum": 600000
+        },
+        "staleRankMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 86400000
+        },
+        "staleJobMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 604800000
+        },
+        "maintenanceCron": {
+          "type": "string",
+          "minLength": 9
+        },
+        "ownerId": {
+          "type": "string",
+          "pattern": "^[A-Za-z0-9._:-]{0,128}$"
+        }
+      }
+    }
+  }
+} as const;

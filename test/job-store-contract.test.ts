@@ -1,0 +1,97 @@
+/**
+ * The in-memory JobStore that the services' unit tests run on must behave like the Redis one:
+ * the same fencing, busy/stale answers, leases and consumer-group bookkeeping, checked here
+ * against both (the Redis store on a real Redis).
+ */
+import Redis from 'ioredis';
+import { ManualClock } from '../src/core/clock/manual-clock';
+import { InMemoryJobStore } from '../src/daemon/store/in-memory-job-store.repository';
+import { JobStore } from '../src/daemon/store/job-store.repository';
+import { RedisJobStore } from '../src/daemon/store/redis-job-store';
+import { ControlEvent, PublishedSchedule } from '../src/protocol/protocol-v1.type';
+import { jobKeys } from '../src/protocol/redis-keys';
+import { REDIS_URL } from './support/test-daemon';
+
+const run = `${process.pid}-${Date.now().toString(36)}`;
+const commands = new Redis(REDIS_URL);
+const blocking = new Redis(REDIS_URL);
+const used: string[] = [];
+
+afterAll(async () => {
+  for (const jobId of used) await commands.del(...Object.values(jobKeys(jobId)));
+  await commands.quit();
+  await blocking.quit();
+});
+
+const stores: Array<[string, () => JobStore]> = [
+  ['in memory', () => new InMemoryJobStore(new ManualClock())],
+  ['on Redis', () => new RedisJobStore(commands, blocking)],
+];
+
+function schedule(jobId: string, version: number, epoch: number): PublishedSchedule {
+  return {
+    protocol: 1, jobId, version, epoch, state: 'prepared', effectiveIteration: 10, createdAt: 0,
+    pipelines: [{ dpReplicas: [0], warmup: [2, 1], stages: [[], []] }], delegation: [],
+    reason: { kind: 'straggler', links: [], detail: '' }, prediction: { previousMs: null, newMs: 1 },
+  };
+}
+
+function event(type: ControlEvent['type'], jobId: string, version: number, epoch: number): ControlEvent {
+  return { type, protocol: 1, jobId, version, epoch, effectiveIteration: 10 };
+}
+
+describe.each(stores)('JobStore contract (%s)', (name, make) => {
+  const jobId = `contract-${name.replace(/ /g, '-')}-${run}`;
+  used.push(jobId);
+  const store = make();
+
+  it('fences every schedule write of an older epoch, and answers busy and stale like the Lua scripts', async () => {
+    const e1 = await store.bumpEpoch(jobId);
+    expect(await store.bumpEpoch(jobId, 10)).toBe(11); // above the floor
+    expect(await store.nextVersion(jobId, e1)).toBe('fenced');
+    const v = (await store.nextVersion(jobId, 11, 4)) as number;
+    expect(v).toBe(5);
+    expect(await store.commitDirect(jobId, e1, schedule(jobId, v, e1), event('commit', jobId, v, e1), 100)).toBe('fenced');
+    expect(await store.prepare(jobId, 11, schedule(jobId, v, 11), event('prepare', jobId, v, 11), 100)).toBe('ok');
+    expect(await store.prepare(jobId, 11, schedule(jobId, v + 1, 11), event('prepare', jobId, v + 1, 11), 100)).toBe('busy');
+    expect(await store.commit(jobId, 11, schedule(jobId, v + 1, 11), event('commit', jobId, v + 1, 11), 100)).toBe('stale');
+    expect(await store.abort(jobId, 11, event('abort', jobId, v, 11), 100)).toBe('ok');
+    expect((await store.readSchedules(jobId)).pending).toBeNull();
+    expect(await store.commit(jobId, 11, schedule(jobId, v, 11), event('commit', jobId, v, 11), 100)).toBe('stale');
+    expect(await store.prepare(jobId, 11, schedule(jobId, v + 1, 11), event('prepare', jobId, v + 1, 11), 100)).toBe('ok');
+    expect(await store.commit(jobId, 11, { ...schedule(jobId, v + 1, 11), state: 'committed' }, event('commit', jobId, v + 1, 11), 100)).toBe('ok');
+    expect((await store.readSchedules(jobId)).committed!.version).toBe(v + 1);
+    expect(await store.readEpoch(jobId)).toBe(11);
+  });
+
+  it('gives a lease to one owner at a time', async () => {
+    expect(await store.acquireLease(jobId, 'a', 60000)).toBe(true);
+    expect(await store.acquireLease(jobId, 'b', 60000)).toBe(false);
+    expect(await store.acquireLease(jobId, 'a', 60000)).toBe(true); // a restarted owner takes its own back
+    expect(await store.renewLease(jobId, 'b', 60000)).toBe(false);
+    expect(await store.ownerOf(jobId)).toBe('a');
+    await store.releaseLease(jobId, 'b'); // not b's to release
+    expect(await store.ownerOf(jobId)).toBe('a');
+    await store.releaseLease(jobId, 'a');
+    expect(await store.acquireLease(jobId, 'b', 60000)).toBe(true);
+  });
+
+  it('delivers each entry once per group, keeps it pending until acknowledged, and hands idle ones to another consumer', async () => {
+    const stream = jobKeys(jobId).reports;
+    expect(await store.ensureGroup(stream, 'g')).toBe(true);
+    expect(await store.ensureGroup(stream, 'g')).toBe(false);
+    for (const m of ['1', '2', '3']) await store.append(stream, m, 1000);
+    const first = await store.readNew([stream], 'g', 'c1', 2, 0);
+    expect(first.batches[0].entries.map((e) => e.message)).toEqual(['1', '2']);
+    expect(await store.groupLag(stream, 'g')).toBe(1);
+    await store.ack(stream, 'g', [first.batches[0].entries[0].id]);
+    expect(await store.pendingCount(stream, 'g')).toBe(1);
+    expect((await store.delivered(stream, 'g', 10)).map((e) => e.message)).toEqual(['1']); // not past the pending one
+    const claimed = await store.claimIdle(stream, 'g', 'c2', 0, 10);
+    expect(claimed.map((e) => e.message)).toEqual(['2']);
+    const rest = await store.readNew([stream, jobKeys(`${jobId}-none`).reports], 'g', 'c2', 10, 0);
+    expect(rest.batches.map((b) => b.entries.map((e) => e.message))).toEqual([['3']]);
+    expect(rest.failed.map((f) => f.stream)).toEqual([jobKeys(`${jobId}-none`).reports]);
+    expect(rest.failed[0].error).toMatch(/NOGROUP/);
+  });
+});
