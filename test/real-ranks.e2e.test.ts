@@ -9,17 +9,15 @@
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlEvent, PublishedSchedule, Registration } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
+import { launchRanks } from './support/launch-ranks';
 import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
 
 const DB_URL = redisUrlFor(9);
-const PYTHON = '/usr/bin/python3';
-const CLIENT = join(__dirname, '../clients/python');
 const STAGES = 4;
 const MICROBATCHES = 8;
 const ITERATIONS = 26;
@@ -39,16 +37,6 @@ function registration(jobId: string): Registration {
     computeMs: { fMs: [10, 10, 10, 10], bMs: [10, 10, 10, 10], wMs: [5, 5, 5, 5] },
     network: { nominalGBps: 1000, latencyMs: 0.2 },
   };
-}
-
-function launch(args: string[]): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, ['-m', 'pipemorph.launch', ...args], { cwd: CLIENT, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code: code ?? 1, stderr }));
-  });
 }
 
 describe('real rank processes against the daemon', () => {
@@ -78,7 +66,7 @@ describe('real rank processes against the daemon', () => {
     writeFileSync(join(dir, 'registration.json'), JSON.stringify(registration(jobId)));
     writeFileSync(join(dir, 'delays.txt'), 'step:8@1=40');
     const out = join(dir, 'result.json');
-    const run = await launch(['--stages', `${STAGES}`, '--microbatches', `${MICROBATCHES}`, '--iterations', `${ITERATIONS}`,
+    const run = await launchRanks(['--stages', `${STAGES}`, '--microbatches', `${MICROBATCHES}`, '--iterations', `${ITERATIONS}`,
       '--compute', 'sleep', '--profile', join(dir, 'profile.json'), '--redis', DB_URL, '--job', jobId,
       '--register', join(dir, 'registration.json'), '--delays', join(dir, 'delays.txt'), '--timeout-s', '60', '--out', out]);
     expect(run.stderr).toBe('');

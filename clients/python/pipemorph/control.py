@@ -24,6 +24,8 @@ class ScriptedControl:
         self.rank, self.dp, self.pp = rank, dp, pp
         self.first = schedules[0]["version"]
         self.known: Dict[int, int] = {}  # version -> effectiveIteration, once heard
+        self.topology_version = 0  # as PipemorphRank: the layout in force, and a change to apply
+        self.topology_change: Optional[Dict[str, Any]] = None
 
     def _heard_at(self, schedule: Dict[str, Any]) -> int:
         return int((schedule.get("heardAt") or {}).get(str(self.rank), 0))
@@ -44,6 +46,10 @@ class ScriptedControl:
 
     def schedule_for(self, version: int) -> Tuple[List[str], Optional[Dict[str, int]]]:
         schedule = self.schedules[version]
+        topology = schedule.get("topology")
+        if topology and topology["version"] != self.topology_version:
+            self.dp, self.pp = next((e["dp"], e["pp"]) for e in topology["ranks"] if e["rank"] == self.rank)
+            self.topology_version, self.topology_change = topology["version"], topology
         pipeline = next(p for p in schedule["pipelines"] if self.dp in p["dpReplicas"])
         return list(pipeline["stages"][self.pp]), toggle_of(schedule, self.rank)
 

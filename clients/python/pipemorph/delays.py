@@ -6,6 +6,10 @@ both: "none", "const:2=30", "step:15@2=30,85@2=0" (iteration@link=ms), "dynamic:
 same seeded streams as the emulator), and "trace:PATH" (the PipeMorph artifact's iteration-indexed
 superpod trace; its NIC-failure line is ignored: a real socket cannot lose its NIC here).
 Link l joins stages l and l+1; the delay applies to both directions.
+
+"pair:A-B=MS,..." slows every message between ranks A and B instead (both directions, pipeline and
+data-parallel ring sends alike): a slow path between two nodes, which moves with the ranks when the
+daemon re-maps them, where link l is a pipeline position.
 """
 import math
 import os
@@ -42,13 +46,17 @@ def link_seed(seed: int, link: int) -> int:
 
 
 class DelayModel:
-    """delay_ms(link, time_ms since the job's start, iteration) -> extra one-way ms."""
+    """delay_ms(link, time_ms since the job's start, iteration) -> extra one-way ms on pipeline link
+    `link`; pair_ms(a, b) -> extra one-way ms on every message between ranks a and b."""
 
-    def __init__(self, name: str, fn: Callable[[int, float, int], float]) -> None:
-        self.name, self._fn = name, fn
+    def __init__(self, name: str, fn: Callable[[int, float, int], float], pairs: Optional[Dict[Tuple[int, int], float]] = None) -> None:
+        self.name, self._fn, self._pairs = name, fn, pairs or {}
 
     def delay_ms(self, link: int, time_ms: float, iteration: int) -> float:
         return max(0.0, float(self._fn(link, time_ms, iteration)))
+
+    def pair_ms(self, a: int, b: int) -> float:
+        return self._pairs.get((min(a, b), max(a, b)), 0.0)
 
 
 def _items(body: str, where: str) -> List[str]:
@@ -170,13 +178,22 @@ def parse_delay_spec(spec: str, links: int, base_dir: str = ".") -> DelayModel:
                     current = ms
             return current
         return DelayModel(text, step)
+    if kind == "pair":
+        pairs = {}
+        for item in _items(body, "pair"):
+            m = re.match(r"^(\d+)-(\d+)=(.*)$", item)
+            if not m or m.group(1) == m.group(2):
+                raise ValueError("pair %r: expected RANK-RANK=MS between two ranks" % item)
+            a, b = int(m.group(1)), int(m.group(2))
+            pairs[(min(a, b), max(a, b))] = _ms(m.group(3).strip(), "pair")
+        return DelayModel(text, lambda *_: 0.0, pairs)
     if kind == "dynamic":
         return _dynamic(body, links)
     if kind == "trace":
         path = body if os.path.isabs(body) else os.path.join(base_dir, body)
         with open(path, "r", encoding="utf-8") as f:
             return parse_trace(f.read(), links)
-    raise ValueError("delay spec %r is not none | const: | step: | dynamic: | trace:" % text)
+    raise ValueError("delay spec %r is not none | const: | step: | pair: | dynamic: | trace:" % text)
 
 
 class DelayFile:

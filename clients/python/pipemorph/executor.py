@@ -47,6 +47,10 @@ class StageExecutor:
         self.module, self.optimizer, self.loss_fn, self.data = module, optimizer, loss_fn, data
         self.shape, self.compute, self.times = shape, compute, times
         self.params = [p for p in module.parameters() if p.requires_grad]
+        # Where the stage sits; the runtime moves them when a re-map changes this rank's (dp, pp).
+        self.prev_rank, self.next_rank = stage - 1, stage + 1  # pipeline neighbours
+        self.data_offset = 0  # replica d trains on microbatches d * microbatches + j of each iteration
+        self.before_step: Optional[Callable[[], None]] = None  # the data-parallel gradient all-reduce
 
     @property
     def first(self) -> bool:
@@ -61,9 +65,9 @@ class StageExecutor:
         plan = parse_ops(ops, self.microbatches)  # refuse a broken order before any message moves
         started = time.perf_counter()
         if not self.first:
-            receiver.post(self.stage - 1, ACT, iteration, self.microbatches, self.shape)
+            receiver.post(self.prev_rank, ACT, iteration, self.microbatches, self.shape)
         if not self.last:
-            receiver.post(self.stage + 1, GRAD, iteration, self.microbatches, self.shape)
+            receiver.post(self.next_rank, GRAD, iteration, self.microbatches, self.shape)
         saved: Dict[int, Tuple[Optional[torch.Tensor], torch.Tensor]] = {}  # j -> (stage input, output or loss)
         out_grads: Dict[int, Optional[torch.Tensor]] = {}
         op_ms: Dict[str, List[float]] = {"F": [], "B": [], "W": []}
@@ -91,6 +95,8 @@ class StageExecutor:
         for sender in (prev, nxt):
             if sender is not None:
                 sender.drain()
+        if self.before_step is not None:
+            self.before_step()  # after the last W, before the step: every replica steps with the mean gradient
         if self.compute == "torch":
             self.optimizer.step()
         return IterationStats(ms=(time.perf_counter() - started) * 1000.0,
@@ -104,12 +110,12 @@ class StageExecutor:
             saved[j] = (None, torch.zeros(()))
             return x if x is not None else torch.zeros(self.shape)
         if x is None:
-            x = self.data(iteration, j)[0]
+            x = self.data(iteration, self.data_offset + j)[0]
         else:
             x.requires_grad_(True)
         out = self.module(x)
         if self.last:
-            loss = self.loss_fn(out, self.data(iteration, j)[1]) / self.microbatches
+            loss = self.loss_fn(out, self.data(iteration, self.data_offset + j)[1]) / self.microbatches
             saved[j] = (x, loss)
             return out.detach()
         saved[j] = (x, out)

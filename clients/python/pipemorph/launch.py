@@ -1,9 +1,11 @@
-"""Starts one real rank process per stage on 127.0.0.1 (gloo) and collects what they measured.
+"""Starts one real rank process per (dp, pp) slot on 127.0.0.1 (gloo) and collects what they measured.
+Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
 
-  python3 -m pipemorph.launch --stages S --microbatches N --iterations K --compute torch|sleep
+  python3 -m pipemorph.launch --stages S [--dp D] --microbatches N --iterations K --compute torch|sleep
       [--profile P.json] (--schedule SCHEDULE.json | --redis URL --job ID) [--register REGISTRATION.json]
       [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
+      [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip]
 
 See clients/python/README.md for the result's shape. Exit 2 on bad input, 1 when a rank fails
 (the others are killed; collectives and receives time out rather than hang).
@@ -29,7 +31,8 @@ def _free_port() -> int:
 def parse_args(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="pipemorph.launch", description="Run a pipeline job of real rank processes.")
     p.add_argument("--stages", type=int, required=True)
-    p.add_argument("--microbatches", type=int, required=True)
+    p.add_argument("--dp", type=int, default=1, help="data-parallel replicas (one pipeline of --stages ranks each)")
+    p.add_argument("--microbatches", type=int, required=True, help="per replica and iteration")
     p.add_argument("--iterations", type=int, required=True)
     p.add_argument("--compute", choices=["torch", "sleep"], default="torch")
     p.add_argument("--profile", help="profile JSON with fMs/bMs/wMs per stage (needed by --compute sleep)")
@@ -48,10 +51,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--timeout-s", type=float, default=120.0)
     p.add_argument("--save-params", help="folder where each rank saves its final parameters (rankR.pt)")
     p.add_argument("--out", help="result JSON (default: stdout)")
+    p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (optimizer state a re-map must hand over)")
+    p.add_argument("--checkpoint-dir", help="where ranks hand stage state to re-mapped ranks (default: a temporary folder)")
+    p.add_argument("--handoff", choices=["load", "skip"], default="load", help="skip: moved ranks do not load (tests only)")
+    p.add_argument("--dp-reduce", choices=["ring", "skip"], default="ring", help="skip: no gradient all-reduce (tests only)")
     a = p.parse_args(argv)
     problems = []
-    if a.stages < 2 or a.microbatches < 1 or a.iterations < 1:
-        problems.append("--stages must be >= 2, --microbatches and --iterations >= 1")
+    if a.stages < 2 or a.microbatches < 1 or a.iterations < 1 or a.dp < 1:
+        problems.append("--stages must be >= 2, --dp, --microbatches and --iterations >= 1")
     if (a.schedule is None) == (a.redis is None):
         problems.append("give exactly one of --schedule and --redis")
     if a.redis is not None and not a.job:
@@ -78,7 +85,9 @@ def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
         "timeScale": a.time_scale, "masterPort": a.master_port or _free_port(), "timeoutS": a.timeout_s,
         "delays": os.path.abspath(a.delays) if a.delays else None, "startTime": time.time(),
         "saveParams": os.path.abspath(a.save_params) if a.save_params else None, "workDir": work_dir,
-        "redis": a.redis, "job": a.job, "schedules": None,
+        "redis": a.redis, "job": a.job, "schedules": None, "dp": a.dp, "momentum": a.momentum,
+        "checkpointDir": os.path.abspath(a.checkpoint_dir) if a.checkpoint_dir else os.path.join(work_dir, "checkpoints"),
+        "handoff": a.handoff, "dpReduce": a.dp_reduce,
     }
     if a.profile:
         profile = _load(a.profile, "profile")
@@ -102,7 +111,8 @@ def summarize(ranks: List[Dict[str, Any]], warmup: int = 1) -> Dict[str, Any]:
     iterations = []
     for i in range(count):
         versions = [r["iterations"][i]["version"] for r in ranks]
-        iterations.append({"iteration": i, "versions": versions, "ms": max(r["iterations"][i]["ms"] for r in ranks)})
+        iterations.append({"iteration": i, "versions": versions, "ms": max(r["iterations"][i]["ms"] for r in ranks),
+                           "topologies": [r["iterations"][i].get("topology", 0) for r in ranks]})
     steady = [it["ms"] for it in iterations[warmup:]] or [it["ms"] for it in iterations]
     return {"ranks": ranks, "iterations": iterations, "meanIterationMs": statistics.mean(steady) if steady else None,
             "mixedIterations": mixed_iterations(iterations),
@@ -127,9 +137,10 @@ def main(argv: List[str]) -> int:
             json.dump(config, f)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH")])),
                    OMP_NUM_THREADS="1")
-        logs = [open(os.path.join(work_dir, "rank%d.log" % r), "w+", encoding="utf-8") for r in range(a.stages)]
+        world = a.stages * a.dp
+        logs = [open(os.path.join(work_dir, "rank%d.log" % r), "w+", encoding="utf-8") for r in range(world)]
         procs = [subprocess.Popen([sys.executable, "-m", "pipemorph.worker", config_path, str(r)], env=env,
-                                  stdout=logs[r], stderr=subprocess.STDOUT) for r in range(a.stages)]
+                                  stdout=logs[r], stderr=subprocess.STDOUT) for r in range(world)]
         deadline = time.monotonic() + a.timeout_s + 30 + a.iterations * 60
         failed = None
         while any(p.poll() is None for p in procs):
@@ -148,7 +159,7 @@ def main(argv: List[str]) -> int:
             err = [line for line in logs[rank].read().strip().splitlines() if line.strip()]
             print("pipemorph.launch: rank %d failed: %s" % (rank, err[-1] if err else "exit %s" % codes[rank]), file=sys.stderr)
             return 1
-        ranks = [_load(os.path.join(work_dir, "rank%d.json" % r), "rank result") for r in range(a.stages)]
+        ranks = [_load(os.path.join(work_dir, "rank%d.json" % r), "rank result") for r in range(world)]
     result = summarize(ranks)
     text = json.dumps(result)
     if a.out:

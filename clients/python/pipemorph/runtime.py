@@ -1,37 +1,104 @@
 """One training rank's main loop (docs/protocol.md sec. 4): read control, agree on the version with
-the job's own collective, run that schedule's ops and delegation toggle, report, record."""
+the job's own collective, apply a re-map if the agreed schedule brings one (sec. 5.5), run that
+schedule's ops and delegation toggle, all-reduce the stage's gradients over its replicas, report,
+record."""
 import hashlib
+import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import torch.distributed as dist
 
+from .dataparallel import RingAllReduce
 from .delays import DelayFile
-from .executor import StageExecutor
+from .executor import StageExecutor, StageTimes
+from .layout import Layout
 from .transport import LinkSender, Receiver, summarize
 
 
 class RankRuntime:
     def __init__(self, rank: int, stages: int, executor: StageExecutor, control: Any, delays: DelayFile,
                  agreement: str = "min", control_group: Optional[Any] = None, start_time: float = 0.0,
-                 report: bool = False) -> None:
+                 report: bool = False, layout: Optional[Layout] = None, checkpoint_dir: Optional[str] = None,
+                 handoff: str = "load", dp_reduce: str = "ring",
+                 times_for: Optional[Callable[[int], Optional[StageTimes]]] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
+        if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
+            raise ValueError("handoff must be load or skip, dp_reduce ring or skip")
         self.rank, self.stages, self.executor, self.control = rank, stages, executor, control
         self.delays, self.agreement, self.group = delays, agreement, control_group
         self.start_time = start_time or time.time()
         self.report = report
+        self.layout = layout or Layout.initial(stages, 1)
+        self.checkpoint_dir, self.handoff, self.dp_reduce, self.times_for = checkpoint_dir, handoff, dp_reduce, times_for
         self.records: List[Dict[str, Any]] = []
         self.link_log: List[Dict[str, Any]] = []
         self.iteration = 0
         self._toggle: Optional[Dict[str, int]] = None
         self._senders: Dict[int, LinkSender] = {}
-        self._build_senders(None)
+        self._ring: Optional[RingAllReduce] = None
+        executor.before_step = self._all_reduce
+        self._enter(self.layout)
+
+    @property
+    def dp(self) -> int:
+        return self.layout.coords[self.rank][0]
+
+    @property
+    def pp(self) -> int:
+        return self.layout.coords[self.rank][1]
+
+    # ------------------------------------------------------------------ layout: neighbours and groups
+    def _enter(self, layout: Layout) -> None:
+        """Takes this rank's place in `layout`: pipeline neighbours, stage, data, data-parallel ring.
+
+        dist.new_group is collective over the whole job and must be called in the same order
+        everywhere: every rank enters the same layouts at the same agreed iteration and creates one
+        group per stage in stage order, whether it belongs to it or not."""
+        self.layout = layout
+        ring = None
+        if layout.dp > 1:
+            for pp in range(layout.stages):
+                members = layout.ring(pp)
+                group = dist.new_group(sorted(members), backend="gloo")
+                if pp == self.pp:
+                    ring = RingAllReduce(self.rank, members, group, lambda peer: self.delays.model.pair_ms(self.rank, peer))
+        self._ring = ring
+        e = self.executor
+        e.stage = self.pp
+        e.prev_rank = layout.rank_at(self.dp, self.pp - 1) if self.pp > 0 else None
+        e.next_rank = layout.rank_at(self.dp, self.pp + 1) if self.pp < self.stages - 1 else None
+        e.data_offset = self.dp * e.microbatches
+        if self.times_for is not None:
+            e.times = self.times_for(self.pp)
+        self._build_senders(self._toggle)
+
+    def _remap(self, topology: Dict[str, Any]) -> None:
+        """Sec. 5.5 at the agreed iteration k, before its ops: every stage's state is handed from the
+        rank that held it (first of its old ring) through a checkpoint to the ranks that move onto
+        that stage; then everyone re-forms its communicators for the new layout."""
+        new = Layout.of_topology(self.stages, self.layout.dp, topology)
+        old_pp, new_pp = self.pp, new.coords[self.rank][1]
+        directory = os.path.join(self.checkpoint_dir or ".", "topology%d" % new.version)
+        if self.layout.ring(old_pp)[0] == self.rank:
+            os.makedirs(directory, exist_ok=True)
+            state = {"module": self.executor.module.state_dict(), "optimizer": self.executor.optimizer.state_dict()}
+            torch.save(state, os.path.join(directory, "stage%d.pt.tmp" % old_pp))
+            os.replace(os.path.join(directory, "stage%d.pt.tmp" % old_pp), os.path.join(directory, "stage%d.pt" % old_pp))
+        dist.barrier(group=self.group)  # every stage's checkpoint is written before anyone reads
+        if new_pp != old_pp and self.handoff == "load":
+            state = torch.load(os.path.join(directory, "stage%d.pt" % new_pp))
+            self.executor.module.load_state_dict(state["module"])
+            self.executor.optimizer.load_state_dict(state["optimizer"])
+        # handoff="skip" (tests only): a moved rank keeps its old stage's weights and trains wrong.
+        self._enter(new)
 
     # ------------------------------------------------------------------ senders and delays
-    def _delay_for(self, link: int):
-        return lambda: self.delays.model.delay_ms(link, (time.time() - self.start_time) * 1000.0, self.iteration)
+    def _delay_for(self, link: int, peer: int):
+        return lambda: (self.delays.model.delay_ms(link, (time.time() - self.start_time) * 1000.0, self.iteration)
+                        + self.delays.model.pair_ms(self.rank, peer))
 
     def _build_senders(self, toggle: Optional[Dict[str, int]]) -> None:
         for sender in self._senders.values():
@@ -39,11 +106,16 @@ class RankRuntime:
             sender.close()
         queues = toggle["sendQueues"] if toggle else 0
         self._senders = {}
-        if self.rank > 0:
-            self._senders[self.rank - 1] = LinkSender(self.rank - 1, None, self._delay_for(self.rank - 1), queues)
-        if self.rank < self.stages - 1:
-            self._senders[self.rank + 1] = LinkSender(self.rank + 1, None, self._delay_for(self.rank), queues)
+        prev, nxt = self.executor.prev_rank, self.executor.next_rank
+        if prev is not None:
+            self._senders[prev] = LinkSender(prev, None, self._delay_for(self.pp - 1, prev), queues)
+        if nxt is not None:
+            self._senders[nxt] = LinkSender(nxt, None, self._delay_for(self.pp, nxt), queues)
         self._toggle = toggle
+
+    def _all_reduce(self) -> None:
+        if self._ring is not None:
+            self._ring.mean(self.executor.params, broken=self.dp_reduce == "skip")
 
     # ------------------------------------------------------------------ agreement
     def _agree(self, local: int, first: bool) -> int:
@@ -66,17 +138,29 @@ class RankRuntime:
             first = i == 0
             k = self._agree(self.control.startup_version() if first else self.control.committed_version_for(i), first)
             ops, toggle = self.control.schedule_for(k)
-            if toggle != self._toggle:
+            topology = getattr(self.control, "topology_change", None)
+            if topology is not None:
+                self.control.topology_change = None
+                self._toggle = toggle  # _enter builds the senders with it
+                self._remap(topology)
+            elif toggle != self._toggle:
                 self._build_senders(toggle)
-            stats = self.executor.run(ops, i, self._senders.get(self.rank - 1), self._senders.get(self.rank + 1), Receiver(None))
+            e = self.executor
+            stats = e.run(ops, i, self._senders.get(e.prev_rank), self._senders.get(e.next_rank), Receiver(None))
             ms = (time.perf_counter() - began) * 1000.0
-            self.records.append({"iteration": i, "version": k, "ms": ms})
+            self.records.append({"iteration": i, "version": k, "ms": ms, "topology": self.layout.version,
+                                 "dp": self.dp, "pp": self.pp})
             links, peaks = [], {}
             for peer, sender in sorted(self._senders.items()):
                 peaks[str(peer)] = sender.take_peak()
                 times, size = sender.stats.take()
                 if times:
                     links.append(dict({"peer": peer, "kind": "pipeline", "bytes": size, "delegated": sender.delegated,
+                                       "error": None}, **summarize(times)))
+            if self._ring is not None:
+                times, size = self._ring.stats.take()
+                if times:
+                    links.append(dict({"peer": self._ring.next, "kind": "data-parallel", "bytes": size, "delegated": False,
                                        "error": None}, **summarize(times)))
             # links: what the report carries; inFlight: most sends on the wire at once per peer (HoL evidence).
             self.link_log.append({"iteration": i, "links": links, "inFlight": peaks})

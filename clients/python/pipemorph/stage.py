@@ -25,12 +25,14 @@ def loss_fn(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.mse_loss(output, target)
 
 
-def reference_train(stages: int, microbatches: int, iterations: int, rows: int, hidden: int, seed: int, lr: float) -> List[torch.nn.Module]:
+def reference_train(stages: int, microbatches: int, iterations: int, rows: int, hidden: int, seed: int, lr: float,
+                    momentum: float = 0.0) -> List[torch.nn.Module]:
     """Single-process training of the same model on the same microbatches: the correctness yardstick.
-    Loss of an iteration = mean over microbatches; plain SGD step at the end of each iteration."""
+    Loss of an iteration = mean over microbatches; SGD step at the end of each iteration. With dp
+    replicas of m microbatches each, the yardstick is microbatches = dp * m (their union)."""
     modules = [stage_module(s, hidden, seed) for s in range(stages)]
     model = torch.nn.Sequential(*modules)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     for i in range(iterations):
         optimizer.zero_grad()
         for j in range(microbatches):

@@ -12,6 +12,7 @@ import torch.distributed as dist
 from .control import ScriptedControl
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
+from .layout import Layout
 from .runtime import RankRuntime
 from .stage import loss_fn, microbatch, stage_module
 
@@ -20,36 +21,40 @@ def main(config_path: str, rank: int) -> int:
     with open(config_path, "r", encoding="utf-8") as f:
         c = json.load(f)
     torch.set_num_threads(1)
-    stages, n = c["stages"], c["microbatches"]
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % c["masterPort"], rank=rank, world_size=stages,
+    stages, n, dp = c["stages"], c["microbatches"], c.get("dp", 1)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % c["masterPort"], rank=rank, world_size=stages * dp,
                             timeout=datetime.timedelta(seconds=c["timeoutS"]))
     control_group = dist.new_group(backend="gloo")  # the agreement's collective, apart from the p2p traffic
+    layout = Layout.initial(stages, dp)
+    my_dp, pp = layout.coords[rank]
     hidden, rows, seed = c["hidden"], c["rows"], c["seed"]
-    module = stage_module(rank, hidden, seed)
-    optimizer = torch.optim.SGD(module.parameters(), lr=c["lr"])
-    times = None
-    if c["compute"] == "sleep":
-        p = c["profile"]
-        scale = c.get("timeScale", 1.0)
-        times = StageTimes(p["fMs"][rank] * scale, p["bMs"][rank] * scale, p["wMs"][rank] * scale)
-    executor = StageExecutor(rank, stages, n, module, optimizer, loss_fn,
-                             lambda i, j: microbatch(i, j, rows, hidden, seed), (rows, hidden), c["compute"], times)
+    module = stage_module(pp, hidden, seed)
+    optimizer = torch.optim.SGD(module.parameters(), lr=c["lr"], momentum=c.get("momentum", 0.0))
+
+    def times_for(stage: int):
+        if c["compute"] != "sleep":
+            return None
+        p, scale = c["profile"], c.get("timeScale", 1.0)
+        return StageTimes(p["fMs"][stage] * scale, p["bMs"][stage] * scale, p["wMs"][stage] * scale)
+    executor = StageExecutor(pp, stages, n, module, optimizer, loss_fn,
+                             lambda i, j: microbatch(i, j, rows, hidden, seed), (rows, hidden), c["compute"], times_for(pp))
     if c.get("schedules") is not None:
-        control = ScriptedControl(c["schedules"], rank, 0, rank)
+        control = ScriptedControl(c["schedules"], rank, my_dp, pp)
         reporting = False
     else:
         import redis  # only the daemon-driven mode needs redis-py
         from .protocol import PipemorphRank
         client = redis.Redis.from_url(c["redis"], socket_timeout=2, socket_connect_timeout=2)
-        control = PipemorphRank(client, c["job"], rank, 0, rank)
+        control = PipemorphRank(client, c["job"], rank, my_dp, pp)
         control.wait_for_schedule(timeout_s=c["timeoutS"])
         reporting = True
     runtime = RankRuntime(rank, stages, executor, control, DelayFile(c.get("delays"), stages - 1), c["agreement"],
-                          control_group, c["startTime"], reporting)
+                          control_group, c["startTime"], reporting, layout, c.get("checkpointDir"),
+                          c.get("handoff", "load"), c.get("dpReduce", "ring"), times_for)
     dist.barrier(group=control_group)
     runtime.run(c["iterations"])
     dist.barrier(group=control_group)
-    result = {"rank": rank, "iterations": runtime.records, "links": runtime.link_log, "paramsDigest": runtime.params_digest()}
+    result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "paramsDigest": runtime.params_digest()}
     if c.get("saveParams"):
         torch.save([p.detach() for p in module.parameters()], os.path.join(c["saveParams"], "rank%d.pt" % rank))
     with open(os.path.join(c["workDir"], "rank%d.json" % rank), "w", encoding="utf-8") as f:

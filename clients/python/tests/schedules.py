@@ -23,14 +23,25 @@ def stage_ops(stages: int, microbatches: int, stage: int, warmup: Optional[int] 
 
 def schedule(stages: int, microbatches: int, version: int = 1, effective: int = 0, warmup: Optional[List[int]] = None,
              defer_w: bool = False, delegation: Optional[List[int]] = None, queues: int = 2,
-             heard_at: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
+             heard_at: Optional[Dict[int, int]] = None, dp: int = 1, topology: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     warm = warmup or [stages - s for s in range(stages)]
     s: Dict[str, Any] = {
         "protocol": 1, "jobId": "test", "version": version, "epoch": 1, "state": "committed", "effectiveIteration": effective,
-        "pipelines": [{"dpReplicas": [0], "warmup": warm,
+        "pipelines": [{"dpReplicas": list(range(dp)), "warmup": warm,
                        "stages": [stage_ops(stages, microbatches, p, warm[p], defer_w) for p in range(stages)]}],
         "delegation": [{"rank": r, "sendQueues": queues, "recvQueues": queues} for r in (delegation or [])],
     }
+    if topology:
+        s["topology"] = topology
     if heard_at:
         s["heardAt"] = {str(r): i for r, i in heard_at.items()}
     return s
+
+
+def swap_topology(stages: int, dp: int, a: int, b: int, version: int = 1, since: int = 2) -> Dict[str, Any]:
+    """The layout of rank r at (r // stages, r % stages) with ranks a and b swapped (sec. 5.5)."""
+    coords = {r: (r // stages, r % stages) for r in range(stages * dp)}
+    coords[a], coords[b] = coords[b], coords[a]
+    return {"version": version, "sinceVersion": since, "rings": [list(range(dp)) for _ in range(stages)],
+            "ranks": [{"rank": r, "dp": d, "pp": p, "tp": 0} for r, (d, p) in sorted(coords.items())],
+            "moved": sorted(r for r in (a, b) if coords[r][1] != r % stages)}

@@ -17,17 +17,18 @@ sys.path.insert(0, HERE)
 from pipemorph.launch import mixed_iterations  # noqa: E402
 from pipemorph.ops import ScheduleError, parse_ops  # noqa: E402
 from pipemorph.stage import reference_train  # noqa: E402
-from schedules import schedule  # noqa: E402
+from schedules import schedule, swap_topology  # noqa: E402
 
 STAGES, MICROBATCHES, HIDDEN, ROWS, SEED, LR = 4, 6, 16, 4, 3, 0.1
 
 
-def launch(tmp: str, schedules, iterations: int, *extra: str, compute: str = "torch", profile=None):
+def launch(tmp: str, schedules, iterations: int, *extra: str, compute: str = "torch", profile=None, stages: int = STAGES,
+           microbatches: int = MICROBATCHES):
     path = os.path.join(tmp, "schedule.json")
     with open(path, "w") as f:
         json.dump(schedules, f)
     out = os.path.join(tmp, "result.json")
-    args = [sys.executable, "-m", "pipemorph.launch", "--stages", str(STAGES), "--microbatches", str(MICROBATCHES),
+    args = [sys.executable, "-m", "pipemorph.launch", "--stages", str(stages), "--microbatches", str(microbatches),
             "--iterations", str(iterations), "--compute", compute, "--schedule", path, "--hidden", str(HIDDEN),
             "--rows", str(ROWS), "--seed", str(SEED), "--lr", str(LR), "--timeout-s", "60", "--out", out, *extra]
     if profile:
@@ -158,6 +159,58 @@ class Agreement(unittest.TestCase):
         self.assertEqual(mixed_iterations(result["iterations"]), [2])
         self.assertEqual(result["mixedIterations"], [2])
 
+
+class DataParallel(unittest.TestCase):
+    """dp replicas of a 2-stage pipeline: each stage's gradients are averaged over its replicas (a
+    ring in the stage's own group) before the step, so training equals the single-process reference
+    on the union of the replicas' microbatches. From iteration 2 a re-map swaps ranks 1 (dp 0, pp 1)
+    and 2 (dp 1, pp 0): they take their new stage's weights and optimizer state (SGD momentum) from
+    the checkpoint handoff and every rank re-forms its groups. One correct run serves both tests."""
+
+    S, DP, M, ITERATIONS = 2, 2, 2, 3  # stages, replicas, microbatches per replica
+    PLAN = [schedule(S, M, dp=DP),
+            schedule(S, M, version=2, effective=2, dp=DP, topology=swap_topology(S, DP, 1, 2))]
+
+    @classmethod
+    def train(cls, test, schedules, *extra):
+        with tempfile.TemporaryDirectory() as tmp:
+            params_dir = os.path.join(tmp, "params")
+            os.mkdir(params_dir)
+            done, result = launch(tmp, schedules, cls.ITERATIONS, "--dp", str(cls.DP), "--save-params", params_dir,
+                                  "--momentum", "0.9", *extra, stages=cls.S, microbatches=cls.M)
+            test.assertEqual(done.returncode, 0, done.stderr)
+            params = [torch.load(os.path.join(params_dir, "rank%d.pt" % r)) for r in range(cls.S * cls.DP)]
+        reference = reference_train(cls.S, cls.DP * cls.M, cls.ITERATIONS, ROWS, HIDDEN, SEED, LR, 0.9)
+        matches = [all(torch.allclose(g, w.detach(), rtol=1e-5, atol=1e-6) for g, w in zip(params[r["rank"]], reference[r["pp"]].parameters()))
+                   for r in result["ranks"]]
+        return result, matches
+
+    @classmethod
+    def setUpClass(cls):
+        cls.correct = None
+
+    def correct_run(self):
+        if DataParallel.correct is None:
+            DataParallel.correct = self.train(self, self.PLAN)
+        return DataParallel.correct
+
+    def test_replicas_train_like_the_reference_on_the_union_and_a_skipped_all_reduce_is_caught(self):
+        result, matches = self.correct_run()
+        self.assertEqual(matches, [True] * 4)
+        self.assertEqual([(it["dp"], it["pp"]) for it in (r["iterations"][0] for r in result["ranks"])], [(0, 0), (0, 1), (1, 0), (1, 1)])
+        ring = [l for l in result["ranks"][0]["links"][0]["links"] if l["kind"] == "data-parallel"]
+        self.assertEqual([l["peer"] for l in ring], [2])  # reported as a data-parallel link to the ring successor
+        _, broken = self.train(self, self.PLAN[:1], "--dp-reduce", "skip")
+        self.assertNotEqual(broken, [True] * 4)
+
+    def test_a_remap_hands_the_stage_state_to_moved_ranks_and_training_stays_exact(self):
+        result, matches = self.correct_run()
+        self.assertEqual([it["topologies"] for it in result["iterations"]], [[0] * 4, [0] * 4, [1] * 4])
+        self.assertEqual(mixed_iterations(result["iterations"]), [])
+        self.assertEqual([(r["dp"], r["pp"]) for r in result["ranks"]], [(0, 0), (1, 0), (0, 1), (1, 1)])
+        self.assertEqual(matches, [True] * 4)
+        _, broken = self.train(self, self.PLAN, "--handoff", "skip")  # moved ranks keep their old stage's weights
+        self.assertEqual([broken[1], broken[2]], [False, False])
 
 if __name__ == "__main__":
     unittest.main()
