@@ -53,6 +53,40 @@ describe('IngestService', () => {
     expect(await h.store.pendingCount(reports, h.config.ingest.consumerGroup)).toBe(0);
   });
 
+  it('processes entries once when a claim is due while a slow read is still in hand (claims run between reads)', async () => {
+    const reports = jobKeys(spec.jobId).reports;
+    const run = async (claim: (h: ServiceHarness) => Promise<unknown>): Promise<number> => {
+      const h = serviceHarness();
+      const job = await registeredJob(h, spec);
+      // The read delivers (the entries are pending from now on) but its reply is slow to arrive.
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const readNew = h.store.readNew.bind(h.store);
+      let slow = true;
+      h.store.readNew = async (...args) => {
+        const read = await readNew(...args);
+        if (slow && read.batches.some((b) => b.stream === reports)) {
+          slow = false;
+          await gate;
+        }
+        return read;
+      };
+      for (let k = 0; k < 3; k++) await h.store.append(reports, 'not json', 1000);
+      await h.ingest.start();
+      await settle();
+      // Past the claim threshold for Redis: maintenance's claim comes due meanwhile.
+      h.clock.advance(h.config.ingest.claimIdleMs + 1);
+      await claim(h);
+      release();
+      await settle(60);
+      await stop(h);
+      return job.counters.rejected;
+    };
+    expect(await run(async (h) => h.ingest.requestClaim(spec.jobId))).toBe(3);
+    // The old way, a claim beside the loop, processes the entries in hand a second time.
+    expect(await run((h) => h.ingest.claimIdle(spec.jobId))).toBe(6);
+  });
+
   it('keeps running through failed reads, unready meanwhile (503), ready again once reads succeed', async () => {
     const h = serviceHarness();
     await h.ingest.start();

@@ -47,6 +47,13 @@ export class IngestService {
   private readonly quarantined = new Map<string, number>();
   /** Batches being processed per stream. */
   private readonly inFlight = new Map<string, number>();
+  /**
+   * Jobs whose idle pending entries maintenance asked to claim. The loop claims them between its
+   * passes, never while a read is in hand: entries delivered by a read whose reply is slow to
+   * arrive (large messages, a loaded machine) are idle in Redis's eyes too, and a concurrent claim
+   * would process them a second time.
+   */
+  private readonly claimsRequested = new Set<string>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -98,6 +105,7 @@ export class IngestService {
     while (this.running) {
       try {
         await this.claimForAdopted();
+        await this.claimRequested();
         const now = this.clock.now();
         const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
@@ -156,6 +164,18 @@ export class IngestService {
     }
     if (lostRegistrations) await this.registry.discover();
     return broken;
+  }
+
+  /** Asks the loop to claim `jobId`'s entries idle longer than ingest.claimIdleMs at its next pass. */
+  requestClaim(jobId: string): void {
+    this.claimsRequested.add(jobId);
+  }
+
+  private async claimRequested(): Promise<void> {
+    for (const jobId of [...this.claimsRequested]) {
+      this.claimsRequested.delete(jobId);
+      if (this.registry.get(jobId)) await this.claimIdle(jobId);
+    }
   }
 
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */

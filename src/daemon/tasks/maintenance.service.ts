@@ -48,7 +48,7 @@ export class MaintenanceService {
           continue;
         }
         const stream = jobKeys(job.jobId).reports;
-        await this.ingest.claimIdle(job.jobId);
+        this.ingest.requestClaim(job.jobId); // claimed by the ingest loop itself, between its reads
         await this.store.trim(stream, this.config.ingest.streamMaxLen);
         const pending = await this.store.pendingCount(stream, this.config.ingest.consumerGroup);
         const lag = await this.store.groupLag(stream, this.config.ingest.consumerGroup);
