@@ -8,7 +8,7 @@ import Redis from 'ioredis';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { JOBS_INDEX, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
-import { FakeJob, waitFor } from './support/fake-job';
+import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisServer } from './support/redis-server';
 import { startDaemon, testConfig } from './support/test-daemon';
 
@@ -36,22 +36,6 @@ async function detail(d: { url: string }, job: FakeJob): Promise<any> {
 
 function newJob(name: string, options: Partial<ConstructorParameters<typeof FakeJob>[1]> = {}): FakeJob {
   return new FakeJob(redis, { jobId: `${name}-${++seq}`, stages: 4, microbatches: 8, ...options });
-}
-
-/** Runs iterations, answering control events after each, until `until` holds. */
-async function iterate(job: FakeJob, until: () => Promise<unknown>, max = 200): Promise<void> {
-  for (let k = 0; k < max; k++) {
-    await job.reportIteration();
-    await new Promise((resolve) => setTimeout(resolve, 15));
-    await job.pollControl();
-    if (await until()) return;
-  }
-  throw new Error(`condition not reached in ${max} iterations`);
-}
-
-async function committedAfter(job: FakeJob, version: number): Promise<PublishedSchedule | false> {
-  const s = await job.committed();
-  return s !== null && s.version > version && s;
 }
 
 /** Registers, lets the baselines settle, injects a straggler and waits for the adapted schedule. */

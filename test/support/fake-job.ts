@@ -145,3 +145,20 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/** Runs iterations, answering control events after each, until `until` holds. */
+export async function iterate(job: FakeJob, until: () => Promise<unknown>, max = 200): Promise<void> {
+  for (let k = 0; k < max; k++) {
+    await job.reportIteration();
+    await new Promise((resolve) => setTimeout(resolve, 15));
+    await job.pollControl();
+    if (await until()) return;
+  }
+  throw new Error(`condition not reached in ${max} iterations`);
+}
+
+/** The committed schedule when its version is above `version`, else false. */
+export async function committedAfter(job: FakeJob, version: number): Promise<PublishedSchedule | false> {
+  const s = await job.committed();
+  return s !== null && s.version > version && s;
+}

@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     expect(config.control.planner).toBe('search');
   });
 
+  it('takes Redis Cluster and Sentinel nodes as a comma list or JSON', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'r0:7000, r1:7001' }).redis.cluster?.nodes).toEqual(['r0:7000', 'r1:7001']);
+    expect(loadConfig({ PIPEMORPH__redis__cluster__nodes: '["r0:7000"]' }).redis.cluster?.nodes).toEqual(['r0:7000']);
+    const sentinel = loadConfig({ REDIS_SENTINELS: 's0:26379', PIPEMORPH__redis__sentinelName: 'mymaster' }).redis;
+    expect([sentinel.sentinels, sentinel.sentinelName]).toEqual([['s0:26379'], 'mymaster']);
+  });
+
   it.each<[NodeJS.ProcessEnv, RegExp]>([
     [{ PIPEMORPH__control__minGain: '2' }, /control\.minGain must be <= 1/],
     [{ PIPEMORPH__control__planner: 'magic' }, /control\.planner must be one of \["adaptive","search"\]/],
@@ -36,6 +43,9 @@ describe('loadConfig', () => {
     [{ PIPEMORPH__jobs__maintenanceCron: '"every five seconds"' }, /maintenanceCron "every five seconds" is not a cron expression/],
     [{ PIPEMORPH__redis__tls: '{"caFile":"/nonexistent/ca.pem","certFile":"","keyFile":""}' }, /redis\.tls\.caFile "\/nonexistent\/ca\.pem" does not exist/],
     [{ PIPEMORPH__redis__tls: `{"caFile":"","certFile":"${__filename}","keyFile":""}` }, /redis\.tls\.certFile and redis\.tls\.keyFile go together/],
+    [{ REDIS_CLUSTER_NODES: 'redis://r0:7000' }, /redis\.cluster\.nodes\.0 must match pattern/],
+    [{ REDIS_CLUSTER_NODES: 'r0:7000', REDIS_SENTINELS: 's0:26379', PIPEMORPH__redis__sentinelName: 'm' }, /redis\.cluster\.nodes and redis\.sentinels exclude each other/],
+    [{ REDIS_SENTINELS: 's0:26379' }, /redis\.sentinels needs redis\.sentinelName/],
   ])('refuses %j with a message naming the key', (env, pattern) => {
     expectConfigError(env, pattern);
   });

@@ -20,11 +20,17 @@ const schema = compileSchema<PipemorphConfig>(configSchema);
 /** Short aliases for the settings every deployment touches. */
 const ALIASES: Record<string, string> = {
   REDIS_URL: 'redis.url',
+  REDIS_CLUSTER_NODES: 'redis.cluster.nodes',
+  REDIS_SENTINELS: 'redis.sentinels',
   PORT: 'http.port',
 };
 const PREFIX = 'PIPEMORPH__';
 
-function parseValue(raw: string): unknown {
+/** Node lists may be given as a comma-separated list (`host:port,host:port`) as well as JSON. */
+const LIST_ALIASES = new Set(['REDIS_CLUSTER_NODES', 'REDIS_SENTINELS']);
+
+function parseValue(raw: string, name = ''): unknown {
+  if (LIST_ALIASES.has(name) && !raw.trim().startsWith('[')) return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
   try {
     return JSON.parse(raw);
   } catch {
@@ -60,7 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   }
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value), `environment ${name}`);
+    if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name), `environment ${name}`);
     else if (name.startsWith(PREFIX)) setPath(raw, name.slice(PREFIX.length).split('__').join('.'), parseValue(value), `environment ${name}`);
   }
   const problem = schema.check(raw);
@@ -71,6 +77,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
     if (file && !existsSync(file)) throw new ConfigError(`invalid config: redis.tls.${name} ${JSON.stringify(file)} does not exist`);
   }
   if ((config.redis.tls.certFile === '') !== (config.redis.tls.keyFile === '')) throw new ConfigError('invalid config: redis.tls.certFile and redis.tls.keyFile go together');
+  const clustered = (config.redis.cluster?.nodes ?? []).length > 0;
+  const sentinels = (config.redis.sentinels ?? []).length > 0;
+  if (clustered && sentinels) throw new ConfigError('invalid config: redis.cluster.nodes and redis.sentinels exclude each other');
+  if (sentinels && !config.redis.sentinelName) throw new ConfigError('invalid config: redis.sentinels needs redis.sentinelName (the master name Sentinel monitors)');
   if (config.detection.baselineWarmup > config.detection.windowSize * 64) throw new ConfigError('invalid config: detection.baselineWarmup is unreasonably large for detection.windowSize');
   return config;
 }

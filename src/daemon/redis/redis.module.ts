@@ -1,5 +1,5 @@
 import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
-import Redis from 'ioredis';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { ConnectionOptions } from 'node:tls';
 import { Clock } from '../../core/clock/clock.type';
@@ -28,9 +28,35 @@ function tlsOptions(config: PipemorphConfig): { tls?: ConnectionOptions } {
   };
 }
 
+/** host:port strings of the config as ioredis node addresses. */
+function hostPorts(nodes: readonly string[]): Array<{ host: string; port: number }> {
+  return nodes.map((node) => {
+    const at = node.lastIndexOf(':');
+    return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+  });
+}
+
+/**
+ * One client for `redis.url`, `redis.cluster.nodes` (Redis Cluster) or `redis.sentinels` (the
+ * master Sentinel names). With a cluster or Sentinel, redis.url still gives the scheme (TLS) and
+ * the credentials. A Cluster is typed as Redis: the store only sends commands naming one hash slot.
+ */
 function connect(config: PipemorphConfig, name: string, clock: Clock): Redis {
   // Bounded retries per command, endless reconnects: a Redis restart must not kill the daemon.
-  const client = new Redis(config.redis.url, { connectionName: `pipemorph-${name}`, maxRetriesPerRequest: 3, enableOfflineQueue: true, lazyConnect: false, ...tlsOptions(config) });
+  const common: RedisOptions = { connectionName: `pipemorph-${name}`, maxRetriesPerRequest: 3, enableOfflineQueue: true, lazyConnect: false, ...tlsOptions(config) };
+  const url = new URL(config.redis.url);
+  const credentials = { username: decodeURIComponent(url.username) || undefined, password: decodeURIComponent(url.password) || undefined };
+  const clusterNodes = config.redis.cluster?.nodes ?? [];
+  const sentinels = config.redis.sentinels ?? [];
+  let client: Redis;
+  if (clusterNodes.length > 0) {
+    // Short slot-refresh timeouts: after a master fails, commands follow its promoted replica quickly.
+    client = new Cluster(hostPorts(clusterNodes), { redisOptions: { ...common, ...credentials }, enableOfflineQueue: true, slotsRefreshTimeout: 2000, retryDelayOnClusterDown: 200, retryDelayOnFailover: 200, retryDelayOnTryAgain: 200 }) as unknown as Redis;
+  } else if (sentinels.length > 0) {
+    client = new Redis({ ...common, ...credentials, sentinels: hostPorts(sentinels), name: config.redis.sentinelName, db: Number(url.pathname.slice(1)) || 0 });
+  } else {
+    client = new Redis(config.redis.url, common);
+  }
   // Without a listener ioredis prints every error with its command, AUTH arguments included.
   let lastLogged = 0;
   client.on('error', (error: Error) => {

@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
@@ -38,9 +38,12 @@ interface ScriptedRedis extends Redis {
  */
 export class RedisJobStore implements JobStore {
   private readonly redis: ScriptedRedis;
+  /** A Redis Cluster client (typed as Redis by the module): no command may name keys of two slots. */
+  private readonly cluster: Cluster | null;
 
   constructor(commands: Redis, private readonly blocking: Redis, private readonly clock: Clock = new SystemClock()) {
     this.redis = commands as ScriptedRedis;
+    this.cluster = (commands as unknown as Cluster).isCluster ? (commands as unknown as Cluster) : null;
     const define = (name: string, numberOfKeys: number, lua: string) => {
       if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys, lua });
     };
@@ -76,11 +79,16 @@ export class RedisJobStore implements JobStore {
 
   async readNew(streams: readonly string[], group: string, consumer: string, count: number, blockMs: number): Promise<StreamRead> {
     if (streams.length === 0) return { batches: [], failed: [] };
-    // One read per stream, pipelined (one round trip): a stream that fails (deleted, wrong type)
-    // fails alone, and each read names one job's keys only (one hash slot, as Redis Cluster needs).
-    const pipeline = this.blocking.pipeline();
-    for (const stream of streams) pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>');
-    const replies = (await pipeline.exec()) ?? [];
+    // One read per stream, each naming one job's keys only (one hash slot, as Redis Cluster needs):
+    // a stream that fails (deleted, wrong type) fails alone. Pipelined on one server; on a cluster
+    // sent concurrently, since a cluster pipeline must stay on one node.
+    const replies: Array<[Error | null, unknown]> = this.cluster
+      ? (await Promise.allSettled(streams.map((stream) => this.blocking.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>')))).map((r) => (r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, null]))
+      : await (() => {
+          const pipeline = this.blocking.pipeline();
+          for (const stream of streams) pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>');
+          return pipeline.exec().then((r) => (r ?? []) as Array<[Error | null, unknown]>);
+        })();
     const batches: StreamBatch[] = [];
     const failed: StreamFailure[] = [];
     replies.forEach(([error, reply], k) => {
@@ -91,6 +99,11 @@ export class RedisJobStore implements JobStore {
     // Nothing new: wait for the next entry on any stream that could be read.
     const healthy = streams.filter((s) => !failed.some((f) => f.stream === s));
     if (healthy.length === 0) return { batches, failed };
+    if (this.cluster) {
+      // A BLOCKed read cannot span slots: poll instead, at most every 50 ms (the latency a block saves).
+      await new Promise((resolve) => setTimeout(resolve, Math.min(blockMs, 50)));
+      return { batches, failed };
+    }
     try {
       const reply = await this.blocking.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...healthy, ...healthy.map(() => '>'));
       return { batches: toBatches(reply), failed };
@@ -179,7 +192,12 @@ export class RedisJobStore implements JobStore {
   }
 
   async expireOrphanStreams(cursor: string, known: ReadonlySet<string>, ttlMs: number, count: number): Promise<{ cursor: string; expired: number }> {
-    const [next, keys] = (await this.redis.scan(cursor, 'MATCH', 'pipemorph:{*}:reports', 'COUNT', count)) as [string, string[]];
+    // SCAN walks one server; on a cluster the cursor is `<master index>:<that master's cursor>`.
+    const masters: Redis[] = this.cluster ? this.cluster.nodes('master') : [this.redis];
+    const colon = cursor.indexOf(':');
+    const node = colon < 0 ? 0 : Math.min(Number(cursor.slice(0, colon)) || 0, masters.length - 1);
+    const [scanned, keys] = (await masters[node].scan(colon < 0 ? cursor : cursor.slice(colon + 1), 'MATCH', 'pipemorph:{*}:reports', 'COUNT', count)) as [string, string[]];
+    const next = !this.cluster ? scanned : scanned !== '0' ? `${node}:${scanned}` : node + 1 < masters.length ? `${node + 1}:0` : '0';
     let expired = 0;
     for (const key of keys) {
       const jobId = key.slice('pipemorph:{'.length, key.length - '}:reports'.length);

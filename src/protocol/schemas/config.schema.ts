@@ -48,6 +48,37 @@ export const configSchema = {
               "type": "string"
             }
           }
+        },
+        "cluster": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "nodes"
+          ],
+          "description": "Redis Cluster seed nodes (host:port); when any is given, redis.url is used for its scheme and credentials only.",
+          "properties": {
+            "nodes": {
+              "type": "array",
+              "maxItems": 64,
+              "items": {
+                "type": "string",
+                "pattern": "^[^\\s:/]+:[0-9]{1,5}$"
+              }
+            }
+          }
+        },
+        "sentinels": {
+          "type": "array",
+          "maxItems": 16,
+          "items": {
+            "type": "string",
+            "pattern": "^[^\\s:/]+:[0-9]{1,5}$"
+          },
+          "description": "Redis Sentinel nodes (host:port) that name the master of redis.sentinelName."
+        },
+        "sentinelName": {
+          "type": "string",
+          "maxLength": 256
         }
       }
     },

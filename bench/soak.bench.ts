@@ -1,0 +1,245 @@
+/**
+ * npm run bench:soak (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
+ *
+ * 1000 emulated ranks (10 jobs of 4 stages x 25 data-parallel replicas) report to one daemon
+ * process for PIPEMORPH_SOAK_SECONDS (default 600), one iteration per job every
+ * PIPEMORPH_SOAK_ITERATION_MS (default 1000). Every job turns a straggler on and off in turn
+ * (staggered), so the daemon keeps detecting, planning and running prepare/ack/commit handshakes
+ * that the ranks answer. Every 10 s it samples the daemon's heap and RSS (its /metrics) and Redis's
+ * used_memory; every handshake gives one control-loop latency: from writing the iteration whose
+ * reports reveal the straggler (the enterAfter-th slow one) to its prepare event on the control
+ * stream. Prints and writes bench/results/soak.json: the samples, least-squares slopes of heap, RSS
+ * and used_memory (bytes per minute) over the second half of the run (after warm-up), and the
+ * control-loop p50/p99 of the first and the last third of the run (held when the last is not worse).
+ */
+import Redis from 'ioredis';
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/daemon/config/load-config';
+import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const SECONDS = Number(process.env.PIPEMORPH_SOAK_SECONDS ?? 600);
+const ITERATION_MS = Number(process.env.PIPEMORPH_SOAK_ITERATION_MS ?? 1000);
+const JOBS = 10;
+const STAGES = 4;
+const DP = 25;
+const SAMPLE_MS = 10000;
+/** Straggler on for this many iterations, then off as long, per job; jobs start staggered. */
+const STRAGGLER_ITERATIONS = 30;
+const run = Date.now().toString(36);
+const redis = new Redis(REDIS_URL);
+
+interface Sample {
+  atS: number;
+  heapBytes: number;
+  rssBytes: number;
+  redisUsedBytes: number;
+}
+
+interface Latency {
+  atS: number;
+  ms: number;
+}
+
+function registration(jobId: string) {
+  return {
+    type: 'register', protocol: 1, jobId, stages: STAGES, microbatches: 4 * STAGES, dp: DP, tp: 1,
+    ranks: Array.from({ length: STAGES * DP }, (_, rank) => ({ rank, dp: Math.floor(rank / STAGES), pp: rank % STAGES, tp: 0, node: `${jobId}-n${rank}` })),
+    memory: { deviceBytes: new Array(STAGES).fill(2 * STAGES), activationBytes: new Array(STAGES).fill(1), hostBytes: 1e6 },
+    computeMs: { fMs: new Array(STAGES).fill(10), bMs: new Array(STAGES).fill(10), wMs: new Array(STAGES).fill(10) },
+  };
+}
+
+/** One report per rank: its pipeline links; link 1 of replica 0 is slow while the straggler is on. */
+function report(jobId: string, rank: number, iteration: number, version: number, slow: boolean): string {
+  const d = Math.floor(rank / STAGES);
+  const pp = rank % STAGES;
+  const links = [];
+  for (const [peerPp, link] of [[pp + 1, pp], [pp - 1, pp - 1]]) {
+    if (peerPp < 0 || peerPp >= STAGES) continue;
+    const ms = 1 + (slow && d === 0 && link === 1 ? 40 : 0);
+    links.push({ peer: d * STAGES + peerPp, kind: 'pipeline', bytes: 16777216, medianMs: ms, maxMs: ms, delegated: false, error: null });
+  }
+  return JSON.stringify({ type: 'report', protocol: 1, jobId, rank, iteration, scheduleVersion: version, computeMs: { f: 10, b: 10, w: 10 }, links });
+}
+
+class SoakJob {
+  readonly keys;
+  iteration = 0;
+  version = 0;
+  private cursor = '0-0';
+  /** Write time of the iteration that reveals the current straggler, until its prepare arrives. */
+  private revealedAt: number | null = null;
+
+  constructor(readonly jobId: string, private readonly offset: number, private readonly enterAfter: number) {
+    this.keys = jobKeys(jobId);
+  }
+
+  private slow(iteration: number): boolean {
+    const phase = iteration + this.offset;
+    return phase >= STRAGGLER_ITERATIONS && Math.floor(phase / STRAGGLER_ITERATIONS) % 2 === 1;
+  }
+
+  async step(): Promise<void> {
+    const it = this.iteration++;
+    const pipeline = redis.pipeline();
+    for (let rank = 0; rank < STAGES * DP; rank++) pipeline.xadd(this.keys.reports, 'MAXLEN', '~', 10000, '*', 'm', report(this.jobId, rank, it, this.version, this.slow(it)));
+    await pipeline.exec();
+    // The enterAfter-th slow iteration in a row is the one that reveals the straggler.
+    let revealing = this.slow(it);
+    for (let k = 1; k < this.enterAfter && revealing; k++) revealing = this.slow(it - k);
+    if (revealing && !this.slow(it - this.enterAfter)) this.revealedAt = performance.now();
+  }
+
+  /**
+   * Reads control events (polled every 20 ms, between iterations too: the latency is not rounded
+   * up to an iteration); every rank accepts each prepare, as ranks do when it is not late.
+   */
+  async answerControl(latencies: Latency[], started: number): Promise<void> {
+    const reply = (await redis.xread('COUNT', 100, 'STREAMS', this.keys.control, this.cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+    for (const [, entries] of reply ?? []) {
+      for (const [id, fields] of entries) {
+        this.cursor = id;
+        const event = JSON.parse(fields[1]) as { type: string; version: number; epoch: number };
+        if (event.type === 'commit') this.version = event.version;
+        if (event.type !== 'prepare') continue;
+        if (this.revealedAt !== null) {
+          latencies.push({ atS: (performance.now() - started) / 1000, ms: performance.now() - this.revealedAt });
+          this.revealedAt = null;
+        }
+        const acks = redis.pipeline();
+        for (let rank = 0; rank < STAGES * DP; rank++) {
+          acks.xadd(this.keys.reports, '*', 'm', JSON.stringify({ type: 'ack', protocol: 1, jobId: this.jobId, rank, version: event.version, epoch: event.epoch, iteration: this.iteration, accepted: true }));
+        }
+        await acks.exec();
+      }
+    }
+  }
+}
+
+async function metric(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : Number.NaN;
+}
+
+async function redisUsedMemory(): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
+}
+
+/** Least-squares slope of y over x. */
+function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  if (n < 2) return 0;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  const sxy = xs.reduce((a, x, k) => a + (x - mx) * (ys[k] - my), 0);
+  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
+  return sxx === 0 ? 0 : sxy / sxx;
+}
+
+function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] * 10) / 10;
+}
+
+async function startDaemon(port: number): Promise<ChildProcess> {
+  const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply
+  config.http = { host: '127.0.0.1', port };
+  config.control.minReplanIntervalMs = 0;
+  const path = join(mkdtempSync(join(tmpdir(), 'pipemorph-soak-')), 'config.json');
+  writeFileSync(path, JSON.stringify(config));
+  const env: NodeJS.ProcessEnv = { ...process.env, PIPEMORPH_CONFIG: path };
+  delete env.REDIS_URL;
+  delete env.PORT;
+  const child = spawn(process.execPath, [join(__dirname, '..', 'src', 'daemon', 'main.js')], { env, stdio: ['ignore', 'ignore', process.env.PIPEMORPH_BENCH_LOGS ? 'inherit' : 'ignore'] });
+  for (const deadline = Date.now() + 30000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+    if ((await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.ok) return child;
+  }
+  child.kill('SIGKILL');
+  throw new Error('soak: the daemon did not get ready');
+}
+
+async function main(): Promise<void> {
+  const port = 20000 + Math.floor(Math.random() * 10000);
+  const url = `http://127.0.0.1:${port}`;
+  const daemon = await startDaemon(port);
+  const enterAfter = loadConfig({ ...process.env, REDIS_URL }).detection.enterAfter;
+  const jobs = Array.from({ length: JOBS }, (_, k) => new SoakJob(`soak-${run}-${k}`, Math.round((k * 2 * STRAGGLER_ITERATIONS) / JOBS), enterAfter));
+  for (const job of jobs) await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(job.jobId)));
+  const started = performance.now();
+  const samples: Sample[] = [];
+  const latencies: Latency[] = [];
+  let behindMs = 0;
+  const sampler = setInterval(() => {
+    void (async () => {
+      const [heapBytes, rssBytes, redisUsedBytes] = await Promise.all([metric(url, 'nodejs_heap_size_used_bytes'), metric(url, 'process_resident_memory_bytes'), redisUsedMemory()]);
+      samples.push({ atS: Math.round((performance.now() - started) / 1000), heapBytes, rssBytes, redisUsedBytes });
+      process.stderr.write(`soak ${samples[samples.length - 1].atS}s heap ${(heapBytes / 2 ** 20).toFixed(1)} MiB rss ${(rssBytes / 2 ** 20).toFixed(1)} MiB redis ${(redisUsedBytes / 2 ** 20).toFixed(1)} MiB handshakes ${latencies.length}\n`);
+    })().catch(() => undefined);
+  }, SAMPLE_MS);
+  let polling = false;
+  const poller = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    Promise.all(jobs.map((job) => job.answerControl(latencies, started)))
+      .catch(() => undefined)
+      .finally(() => (polling = false));
+  }, 20);
+  // Paced: iteration k of every job is written at k * ITERATION_MS (late iterations are not made up).
+  for (let k = 0; (performance.now() - started) / 1000 < SECONDS; k++) {
+    await Promise.all(jobs.map((job) => job.step()));
+    const wait = started + (k + 1) * ITERATION_MS - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    else behindMs = Math.max(behindMs, -wait);
+  }
+  clearInterval(sampler);
+  clearInterval(poller);
+  while (polling) await new Promise((r) => setTimeout(r, 20));
+  daemon.kill('SIGTERM');
+  for (const job of jobs) {
+    await redis.del(...Object.values(job.keys));
+    await redis.srem('pipemorph:jobs', job.jobId);
+  }
+  redis.disconnect();
+
+  const late = samples.filter((s) => s.atS >= SECONDS / 2);
+  const perMinute = (key: keyof Sample) => Math.round(slope(late.map((s) => s.atS / 60), late.map((s) => s[key])));
+  const third = (from: number, to: number) => latencies.filter((l) => l.atS >= (from * SECONDS) / 3 && l.atS < (to * SECONDS) / 3).map((l) => l.ms);
+  const first = third(0, 1);
+  const last = third(2, 3);
+  const result = {
+    bench: 'soak',
+    command: 'npm run bench:soak',
+    seconds: SECONDS,
+    jobs: JOBS,
+    ranks: JOBS * STAGES * DP,
+    iterationMs: ITERATION_MS,
+    loadAverage1m: Math.round(loadavg()[0] * 100) / 100,
+    maxBehindPaceMs: Math.round(behindMs),
+    handshakes: latencies.length,
+    slopesBytesPerMinute: { heap: perMinute('heapBytes'), rss: perMinute('rssBytes'), redisUsedMemory: perMinute('redisUsedBytes') },
+    controlLoopMs: {
+      p50: percentile(latencies.map((l) => l.ms), 50),
+      p99: percentile(latencies.map((l) => l.ms), 99),
+      firstThirdP99: percentile(first, 99),
+      lastThirdP99: percentile(last, 99),
+    },
+    samples,
+    latencies,
+  };
+  const dir = join(__dirname, '../../bench/results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'soak.json'), JSON.stringify(result, null, 2) + '\n');
+  const { samples: _s, latencies: _l, ...summary } = result;
+  console.log(JSON.stringify(summary));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
