@@ -7,14 +7,22 @@ import { PipelineProfile } from '../pipeline/pipeline-profile.type';
 import { warmupOf } from '../pipeline/schedule';
 import { adaptiveWarmup } from './adaptive-planner';
 import { deviceInflightCaps, initialWarmup } from './initial-planner';
+import loadHighs from 'highs';
+import { MilpSolver } from './optimal-planner';
 import { planPipeline, PlanRequest, withHostMemory } from './plan';
 import { PLAN_POLICIES, PlanPolicy } from './plan-policy.type';
+
+let highs: MilpSolver;
+beforeAll(async () => {
+  highs = await loadHighs();
+});
 
 function requestFor(policy: PlanPolicy, profile: PipelineProfile): PlanRequest {
   const S = profile.stages;
   const N = profile.microbatches;
   if (policy === 'fixed') return { policy, warmup: Array.from({ length: S }, (_, i) => Math.max(1, Math.min(N, S - i))) };
   if (policy === 'search') return { policy, search: { maxEvaluations: 20, timeBudgetMs: Infinity } };
+  if (policy === 'optimal') return { policy, search: { maxEvaluations: 5, timeBudgetMs: Infinity }, optimal: { solver: highs, timeLimitMs: 200 } };
   return { policy };
 }
 
@@ -37,7 +45,7 @@ describe('planPipeline', () => {
         expect(plan.wPlacement).toHaveLength(profile.stages);
         warmupOf(plan.run.order).forEach((x, i) => expect(x).toBeGreaterThanOrEqual(plan.warmup[i]));
       }),
-      { numRuns: policy === 'search' ? 30 : 60 },
+      { numRuns: policy === 'optimal' ? 12 : policy === 'search' ? 30 : 60 },
     );
   });
 
