@@ -170,3 +170,45 @@ describe('withHostMemory', () => {
     expect(withHostMemory(model)).toBe(model);
   });
 });
+
+describe('never worse than a simpler policy (issue 12 item 4)', () => {
+  const arb = arbProfile({ maxStages: 6, maxMicrobatches: 12, memory: true });
+  it('adaptive <= initial and search <= adaptive, on random profiles', () => {
+    fc.assert(
+      fc.property(arb, (profile) => {
+        const model = toPipelineModel(profile);
+        const host = withHostMemory(model);
+        let initial: number;
+        try {
+          // Alg. 1's counts timed with memory relaxed, as adaptive runs.
+          initial = planPipeline(host, { policy: 'fixed', warmup: planPipeline(model, { policy: 'initial' }).warmup }).run.iterationMs;
+        } catch {
+          return; // no initial plan fits this device memory
+        }
+        const adaptive = planPipeline(model, { policy: 'adaptive' }).run.iterationMs;
+        const search = planPipeline(model, { policy: 'search', search: { maxEvaluations: 3, timeBudgetMs: Infinity } }).run.iterationMs;
+        expect(adaptive).toBeLessThanOrEqual(initial);
+        expect(search).toBeLessThanOrEqual(adaptive);
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('can fail: Alg. 2 alone is worse than Alg. 1 on some profile, which the check above would catch', () => {
+    let found = false;
+    fc.assert(
+      fc.property(arb, (profile) => {
+        const model = toPipelineModel(profile);
+        try {
+          const initial = planPipeline(withHostMemory(model), { policy: 'fixed', warmup: planPipeline(model, { policy: 'initial' }).warmup }).run.iterationMs;
+          const alg2 = planPipeline(withHostMemory(model), { policy: 'fixed', warmup: adaptiveWarmup(model) }).run.iterationMs;
+          if (alg2 > initial) found = true;
+        } catch {
+          // no initial plan fits
+        }
+      }),
+      { numRuns: 300, seed: 12 },
+    );
+    expect(found).toBe(true);
+  });
+});

@@ -57,8 +57,14 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
   switch (request.policy) {
     case 'initial':
       return generate(model, initialWarmup(S, N, deviceInflightCaps(model)), fill(WPlacement.Lazy));
-    case 'adaptive':
-      return generate(host, adaptiveWarmup(model, request.hostInflightCaps), fill(WPlacement.Lazy));
+    case 'adaptive': {
+      // Never worse than the simpler plan: Alg. 1's counts (device memory, so within any host cap) run with memory relaxed.
+      const alg2 = generate(host, adaptiveWarmup(model, request.hostInflightCaps), fill(WPlacement.Lazy));
+      const alg1 = initialWarmup(S, N, deviceInflightCaps(model));
+      if (request.hostInflightCaps && alg1.some((x, i) => x > request.hostInflightCaps![i])) return alg2;
+      const simpler = generate(host, alg1, fill(WPlacement.Lazy));
+      return simpler.run.iterationMs < alg2.run.iterationMs ? simpler : alg2;
+    }
     case '1f1b':
       return generate(host, Array.from({ length: S }, (_, i) => Math.min(N, S - i)), fill(WPlacement.Fused));
     case 'gpipe':
@@ -68,7 +74,10 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
       return generate(host, request.warmup.slice(), fill(WPlacement.Lazy));
     case 'search':
     case 'optimal': {
-      const result = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps });
+      const found = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps });
+      // Never worse than the simpler policy (the search starts from Alg. 2, but not from Alg. 1's device counts).
+      const adaptive = planPipeline(model, { policy: 'adaptive', hostInflightCaps: request.hostInflightCaps });
+      const result = adaptive.run.iterationMs < found.run.iterationMs ? { ...found, warmup: adaptive.warmup, wPlacement: adaptive.wPlacement, run: adaptive.run } : found;
       const search = { evaluations: result.evaluations, elapsedMs: result.elapsedMs, adaptiveIterationMs: result.adaptiveIterationMs };
       if (request.policy === 'optimal') {
         if (!request.optimal) throw new InputError('policy "optimal" needs the MILP solver (the highs package)');
