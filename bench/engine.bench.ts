@@ -5,7 +5,11 @@
  *    policy the mean and worst gap of its iteration time to a lower bound (one JSON line per policy).
  *    The search runs twice: on a wall-clock budget (what the daemon does, machine-dependent) and on
  *    a fixed evaluation count (the same plans on every machine: its row is reproducible).
- * 2. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
+ * 2. Against the optimum: 24 seeded profiles, S = 4-6, N = 8-12, op times 5-20 ms, one or two
+ *    links slowed by 15-120 ms; the optimal policy (MILP, 2 s limit) proves the optimum where it
+ *    can; per policy the mean and worst gap to the proven optimum and to the better lower bound
+ *    (combinatorial or the MILP's), evaluations and planning time.
+ * 3. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
  * Last line: { quality, search, speed } as JSON, also written to bench/results/engine.json (the
  * README's engine tables are rendered from it: npm run readme:tables).
  *
@@ -22,6 +26,8 @@ import { adaptiveWarmup } from '../src/core/planner/adaptive-planner';
 import { iterationLowerBoundMs, stageLowerBoundMs } from '../src/core/planner/lower-bound';
 import { planPipeline, withHostMemory } from '../src/core/planner/plan';
 import { seededRandom } from '../src/core/planner/seeded-random';
+import { MilpSolver } from '../src/core/planner/optimal-planner';
+import loadHighs from 'highs';
 
 function median(values: number[]): number {
   const sorted = values.slice().sort((a, b) => a - b);
@@ -174,9 +180,74 @@ function speed(): Array<{ stages: number; microbatches: number; generateMs: numb
   return rows;
 }
 
-const quality = planQuality(100, 50);
-const json = JSON.stringify({ bench: 'engine', quality, speed: speed() });
-const results = join(__dirname, '..', '..', 'bench', 'results');
-mkdirSync(results, { recursive: true });
-writeFileSync(join(results, 'engine.json'), `${json}\n`);
-console.log(json);
+async function againstOptimum(cases: number) {
+  const highs: MilpSolver = await loadHighs();
+  const random = seededRandom(20261123);
+  const u = (lo: number, hi: number) => lo + (hi - lo) * random();
+  const policies = ['initial', 'adaptive', 'search', 'optimal'] as const;
+  const rows: Array<Record<string, number | boolean>> = [];
+  const search = { maxEvaluations: SEARCH_EVALUATIONS, timeBudgetMs: 60_000 };
+  for (let c = 0; c < cases; c++) {
+    const S = 4 + Math.floor(random() * 3);
+    const N = 8 + Math.floor(random() * 5);
+    const fMs = Array.from({ length: S }, () => u(5, 20));
+    const linkMs = new Array<number>(S - 1).fill(0.5);
+    const slow = 1 + Math.floor(random() * 2);
+    for (let k = 0; k < slow; k++) linkMs[Math.floor(random() * (S - 1))] = u(15, 120);
+    const model = toPipelineModel(validateProfile({ stages: S, microbatches: N, fMs, bMs: fMs.map(() => u(5, 20)), wMs: fMs.map(() => u(5, 20)), linkMs }));
+    const row: Record<string, number | boolean> = { stages: S, microbatches: N, lowerBoundMs: iterationLowerBoundMs(model) };
+    for (const policy of ['initial', 'adaptive'] as const) {
+      const t0 = performance.now();
+      row[policy] = planPipeline(model, { policy }).run.iterationMs;
+      row[`${policy}PlanMs`] = performance.now() - t0;
+    }
+    const found = planPipeline(model, { policy: 'search', search });
+    row.search = found.run.iterationMs;
+    row.searchPlanMs = found.search!.elapsedMs;
+    row.searchEvaluations = found.search!.evaluations;
+    const t0 = performance.now();
+    const exact = planPipeline(model, { policy: 'optimal', search, optimal: { solver: highs, timeLimitMs: 2000 } });
+    row.optimalPlanMs = performance.now() - t0;
+    row.optimalSolveMs = row.optimalPlanMs - exact.search!.elapsedMs;
+    row.optimal = exact.run.iterationMs;
+    row.proven = exact.optimal!.proven;
+    row.boundMs = Math.max(exact.optimal!.boundMs, row.lowerBoundMs as number);
+    // The search's plans must not depend on the machine: plan again and compare.
+    if (planPipeline(model, { policy: 'search', search }).run.iterationMs !== found.run.iterationMs) throw new Error('search not reproducible');
+    console.error(`optimum S=${S} N=${N}: search ${row.search} optimal ${row.optimal} bound ${row.boundMs} proven ${row.proven} in ${(row.optimalSolveMs as number).toFixed(0)} ms`);
+    rows.push(row);
+  }
+  const proven = rows.filter((r) => r.proven);
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  const solve = rows.map((r) => r.optimalSolveMs as number);
+  return {
+    cases,
+    provenOptimal: proven.length,
+    timeLimitMs: 2000,
+    policies: policies.map((policy) => {
+      const toOptimum = proven.map((r) => ((r[policy] as number) / (r.optimal as number) - 1) * 100);
+      const toBound = rows.map((r) => ((r[policy] as number) / (r.boundMs as number) - 1) * 100);
+      return {
+        policy,
+        meanGapToOptimumPct: round(mean(toOptimum)),
+        worstGapToOptimumPct: round(Math.max(...toOptimum)),
+        meanGapToBoundPct: round(mean(toBound)),
+        worstGapToBoundPct: round(Math.max(...toBound)),
+        medianPlanMs: round(median(rows.map((r) => r[`${policy}PlanMs`] as number))),
+        ...(policy === 'search' ? { medianEvaluations: median(rows.map((r) => r.searchEvaluations as number)) } : {}),
+      };
+    }),
+    optimalSolveMs: { median: round(median(solve)), max: round(Math.max(...solve)) },
+  };
+}
+
+void (async () => {
+  const quality = planQuality(100, 50);
+  const optimum = await againstOptimum(24);
+  for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));
+  const json = JSON.stringify({ bench: 'engine', quality, optimum, speed: speed() });
+  const results = join(__dirname, '..', '..', 'bench', 'results');
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'engine.json'), `${json}\n`);
+  console.log(json);
+})();

@@ -118,6 +118,17 @@ function engineQualityTable(r: Json): string {
   return lines.join('\n');
 }
 
+function engineOptimumTable(r: Json): string {
+  const o = r.optimum;
+  const lines = ['| policy | gap to optimum: mean / worst | gap to bound: mean / worst | median planning time (ms) |', '|---|---|---|---|'];
+  for (const p of o.policies as Json[]) {
+    const evaluations = p.medianEvaluations !== undefined ? `, median ${p.medianEvaluations} schedules` : '';
+    lines.push(`| ${p.policy}${evaluations} | ${fmt(p.meanGapToOptimumPct, 2)}% / ${fmt(p.worstGapToOptimumPct, 1)}% | ${fmt(p.meanGapToBoundPct, 2)}% / ${fmt(p.worstGapToBoundPct, 1)}% | ${fmt(p.medianPlanMs, 1)} |`);
+  }
+  lines.push('', `The MILP proves the optimum in ${o.provenOptimal} of ${o.cases} cases within its ${o.timeLimitMs} ms limit (gaps to the optimum are over those); its solve takes a median ${fmt(o.optimalSolveMs.median, 0)} ms, at most ${fmt(o.optimalSolveMs.max, 0)} ms.`);
+  return lines.join('\n');
+}
+
 function daemonTable(r: Json): string {
   const c = r.controlLoop;
   const b = c.breakdown;
@@ -154,12 +165,13 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'e2e-paced': e2ePacedTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
+  'engine-optimum': engineOptimumTable,
   daemon: daemonTable,
   render: renderTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine' };
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine', 'engine-optimum': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 

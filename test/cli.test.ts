@@ -76,6 +76,28 @@ describe('pipemorph plan', () => {
   });
 });
 
+describe('pipemorph plan --policy optimal', () => {
+  const SLOW = { stages: 4, microbatches: 8, fMs: [9, 7, 12, 20], bMs: [10, 8, 13, 22], wMs: [5, 4, 6, 10], linkMs: [1, 1, 90] };
+
+  it('solves the MILP from a one-evaluation search, proves it optimal and prints the gap with --details; the schedule replays to its time', () => {
+    const profile = file('slow.json', SLOW);
+    const out = json('plan', '--profile', profile, '--policy', 'optimal', '--max-evaluations', '1', '--time-limit-ms', '5000', '--details');
+    expect(out.policy).toBe('optimal');
+    expect(out.optimal.proven).toBe(true);
+    expect(out.optimal.gap).toBeLessThan(1e-5);
+    expect(out.iterationMs).toBeLessThan(out.optimal.searchIterationMs);
+    expect(out.optimal.boundMs).toBeGreaterThanOrEqual(out.lowerBoundMs - 1e-9);
+    const replay = json('simulate', '--profile', profile, '--schedule', file('optimal.json', out.stages));
+    expect(replay.iterationMs).toBe(out.iterationMs);
+    const plain = json('plan', '--profile', profile, '--policy', 'optimal', '--max-evaluations', '1');
+    expect(Object.keys(plain).sort()).toEqual(['bubbleRate', 'iterationMs', 'policy', 'stages', 'warmup']);
+  });
+
+  it('rejects --time-limit-ms without the optimal policy', () => {
+    expectUserError(run('plan', '--profile', file('slow2.json', SLOW), '--policy', 'search', '--time-limit-ms', '5'), /--time-limit-ms/);
+  });
+});
+
 describe('pipemorph simulate', () => {
   it('replays a plan output and reports the same time as the plan', () => {
     const plan = json('plan', '--profile', MEGATRON, '--policy', 'adaptive');

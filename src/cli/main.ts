@@ -10,8 +10,8 @@ import { toleranceCommand } from './commands/tolerance.command';
 const USAGE = `usage: pipemorph <command> [options]
 
 commands:
-  plan      --profile P.json [--policy initial|adaptive|search|1f1b|gpipe] [--warmup 7,5,3,1]
-            [--budget-ms 50] [--max-evaluations N] [--seed N] [--details]
+  plan      --profile P.json [--policy initial|adaptive|search|optimal|1f1b|gpipe] [--warmup 7,5,3,1]
+            [--budget-ms 50] [--max-evaluations N] [--seed N] [--time-limit-ms 2000] [--details]
   simulate  --profile P.json --schedule S.json [--timeline]
   tolerance --profile P.json (--warmup 7,5,3,1 | --schedule S.json)
   compare   --profile P.json [--delay 0=60,6=30] [--budget-ms 50] [--table]
@@ -20,6 +20,7 @@ commands:
 
 Each command but render prints one JSON object to stdout. Errors: one line on stderr, exit code 2.`;
 
+// A command may return a promise (plan --policy optimal loads the MILP solver's wasm first).
 const COMMANDS: Record<string, (options: Map<string, string | true>) => unknown> = {
   plan: planCommand,
   simulate: simulateCommand,
@@ -28,7 +29,7 @@ const COMMANDS: Record<string, (options: Map<string, string | true>) => unknown>
   render: renderCommand,
 };
 
-function main(argv: readonly string[]): number {
+async function main(argv: readonly string[]): Promise<number> {
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help' || argv[0] === '-h') {
     process.stdout.write(USAGE + '\n');
     return argv.length === 0 ? 2 : 0;
@@ -37,7 +38,7 @@ function main(argv: readonly string[]): number {
     const { command, options } = parseArgs(argv, new Set(['details', 'timeline', 'table']));
     const handler = command === undefined ? undefined : COMMANDS[command];
     if (!handler) throw new InputError(`unknown command "${command}" (try: ${Object.keys(COMMANDS).join(', ')})`);
-    const result = handler(options);
+    const result = await handler(options);
     const table = command === 'compare' && options.has('table');
     process.stdout.write(typeof result === 'string' ? result : (table ? formatComparisonTable(result) : JSON.stringify(result)) + '\n');
     return 0;
@@ -50,4 +51,6 @@ function main(argv: readonly string[]): number {
   }
 }
 
-process.exitCode = main(process.argv.slice(2));
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

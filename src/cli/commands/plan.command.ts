@@ -4,17 +4,20 @@ import { summarizeRun } from '../../core/engine/simulation-report';
 import { formatSchedule } from '../../core/pipeline/schedule';
 import { linkTolerance } from '../../core/planner/link-tolerance';
 import { iterationLowerBoundMs } from '../../core/planner/lower-bound';
-import { planPipeline } from '../../core/planner/plan';
+import { Plan, planPipeline } from '../../core/planner/plan';
+import { PipelineModel } from '../../core/pipeline/pipeline-model.type';
+import { loadMilpSolver } from '../load-milp-solver';
 import { PLAN_POLICIES, PlanPolicy } from '../../core/planner/plan-policy.type';
 import { expectOnly, integerListOption, numberOption, requiredOption, stringOption } from '../cli-args';
 import { loadProfile } from '../load-profile';
 
-export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'details'];
+export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'time-limit-ms', 'details'];
 
 /**
  * `plan`: chooses warm-up counts by policy, generates the schedule and reports its simulated time
  * under the profile's delays. Output contract: {policy, warmup, stages, iterationMs, bubbleRate};
- * --details adds fields, never changes these.
+ * --details adds fields, never changes these. `--policy optimal` loads the MILP solver (the
+ * `highs` wasm) first, so the result is then a promise.
  */
 export function planCommand(options: Map<string, string | true>): unknown {
   expectOnly(options, PLAN_OPTIONS, 'plan');
@@ -29,7 +32,16 @@ export function planCommand(options: Map<string, string | true>): unknown {
   const maxEvaluations = numberOption(options, 'max-evaluations', { integer: true, min: 1 });
   const seed = numberOption(options, 'seed', { integer: true, min: 0 });
 
-  const plan = planPipeline(model, { policy: policyName as PlanPolicy, warmup, search: { timeBudgetMs, maxEvaluations, seed } });
+  const timeLimitMs = numberOption(options, 'time-limit-ms', { min: 1 });
+  if (timeLimitMs !== undefined && policyName !== 'optimal') throw new InputError('--time-limit-ms is the MILP solver\'s limit; it needs --policy optimal');
+  const search = { timeBudgetMs, maxEvaluations, seed };
+  if (policyName === 'optimal') {
+    return loadMilpSolver().then((solver) => planOutput(model, options, planPipeline(model, { policy: 'optimal', search, optimal: { solver, timeLimitMs } })));
+  }
+  return planOutput(model, options, planPipeline(model, { policy: policyName as PlanPolicy, warmup, search }));
+}
+
+function planOutput(model: PipelineModel, options: Map<string, string | true>, plan: Plan): unknown {
   // The contract's iterationMs is the replayed time; it equals the generator's by construction.
   const replay = simulateSchedule(model, plan.run.order);
   const report = summarizeRun(replay, model.durations);
@@ -47,6 +59,7 @@ export function planCommand(options: Map<string, string | true>): unknown {
     output.peakInflight = report.peakInflight;
     if (report.peakMemory) output.peakMemory = report.peakMemory;
     if (plan.search) output.search = plan.search;
+    if (plan.optimal) output.optimal = plan.optimal;
   }
   return output;
 }

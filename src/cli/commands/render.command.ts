@@ -12,7 +12,8 @@ import { loadSchedule } from './simulate.command';
 
 export const RENDER_OPTIONS = ['profile', 'schedule', 'policy', 'compare', 'delay', 'title'];
 
-const POLICIES = PLAN_POLICIES.filter((p) => p !== 'fixed');
+// optimal needs the async-loaded MILP solver: render its schedule from `plan --policy optimal` with --schedule.
+const POLICIES = PLAN_POLICIES.filter((p) => p !== 'fixed' && p !== 'optimal');
 
 /** A link is drawn as slow when a straggler was injected on it, or its delay is at least a quarter of the shortest op. */
 export function slowLinksOf(model: PipelineModel, injected: ReadonlyMap<number, number>): number[] {

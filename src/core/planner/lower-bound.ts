@@ -44,6 +44,61 @@ export function stageLowerBoundMs(model: PipelineModel): number {
 export function opLowerBoundMs(model: PipelineModel): number {
   const { stages: S, microbatches: N, durations: d } = model;
   const at = (i: number, j: number) => i * N + j;
+  const { rF, rB, rW, qF, qB, qW } = opHeadsAndTails(model);
+  let bound = 0;
+  const r = new Float64Array(3 * N);
+  const p = new Float64Array(3 * N);
+  const q = new Float64Array(3 * N);
+  const order = new Int32Array(3 * N);
+  for (let i = 0; i < S; i++) {
+    for (let j = 0; j < N; j++) {
+      for (let k = 0; k < 3; k++) {
+        const o = 3 * j + k;
+        r[o] = (k === 0 ? rF : k === 1 ? rB : rW)[at(i, j)];
+        q[o] = (k === 0 ? qF : k === 1 ? qB : qW)[at(i, j)];
+        p[o] = d[i * 3 + k];
+        bound = Math.max(bound, r[o] + p[o] + q[o]);
+      }
+    }
+    const n = 3 * N;
+    for (let o = 0; o < n; o++) order[o] = o;
+    // Released at or after r_k: sorted by head, suffix sums of work and minima of tails.
+    const byHead = Array.from(order).sort((a, b) => r[a] - r[b]);
+    let work = 0;
+    let minTail = Number.POSITIVE_INFINITY;
+    for (let k = n - 1; k >= 0; k--) {
+      const o = byHead[k];
+      work += p[o];
+      minTail = Math.min(minTail, q[o]);
+      bound = Math.max(bound, r[o] + work + minTail);
+    }
+    // Tails of at least q_k: sorted by tail, suffix sums of work and minima of heads.
+    const byTail = Array.from(order).sort((a, b) => q[a] - q[b]);
+    work = 0;
+    let minHead = Number.POSITIVE_INFINITY;
+    for (let k = n - 1; k >= 0; k--) {
+      const o = byTail[k];
+      work += p[o];
+      minHead = Math.min(minHead, r[o]);
+      bound = Math.max(bound, minHead + work + q[o]);
+    }
+  }
+  return bound;
+}
+
+/** Per op (index stage * N + microbatch): heads (earliest starts) and tails (least time after its end), see `opLowerBoundMs`. */
+export interface OpHeadsAndTails {
+  rF: Float64Array;
+  rB: Float64Array;
+  rW: Float64Array;
+  qF: Float64Array;
+  qB: Float64Array;
+  qW: Float64Array;
+}
+
+export function opHeadsAndTails(model: PipelineModel): OpHeadsAndTails {
+  const { stages: S, microbatches: N, durations: d } = model;
+  const at = (i: number, j: number) => i * N + j;
   const link = (i: number) => effectiveLinkDelayMs(model, i);
   const rF = new Float64Array(S * N);
   const rB = new Float64Array(S * N);
@@ -91,43 +146,5 @@ export function opLowerBoundMs(model: PipelineModel): number {
       qF[at(i, j)] = q;
     }
   }
-  let bound = 0;
-  const r = new Float64Array(3 * N);
-  const p = new Float64Array(3 * N);
-  const q = new Float64Array(3 * N);
-  const order = new Int32Array(3 * N);
-  for (let i = 0; i < S; i++) {
-    for (let j = 0; j < N; j++) {
-      for (let k = 0; k < 3; k++) {
-        const o = 3 * j + k;
-        r[o] = (k === 0 ? rF : k === 1 ? rB : rW)[at(i, j)];
-        q[o] = (k === 0 ? qF : k === 1 ? qB : qW)[at(i, j)];
-        p[o] = d[i * 3 + k];
-        bound = Math.max(bound, r[o] + p[o] + q[o]);
-      }
-    }
-    const n = 3 * N;
-    for (let o = 0; o < n; o++) order[o] = o;
-    // Released at or after r_k: sorted by head, suffix sums of work and minima of tails.
-    const byHead = Array.from(order).sort((a, b) => r[a] - r[b]);
-    let work = 0;
-    let minTail = Number.POSITIVE_INFINITY;
-    for (let k = n - 1; k >= 0; k--) {
-      const o = byHead[k];
-      work += p[o];
-      minTail = Math.min(minTail, q[o]);
-      bound = Math.max(bound, r[o] + work + minTail);
-    }
-    // Tails of at least q_k: sorted by tail, suffix sums of work and minima of heads.
-    const byTail = Array.from(order).sort((a, b) => q[a] - q[b]);
-    work = 0;
-    let minHead = Number.POSITIVE_INFINITY;
-    for (let k = n - 1; k >= 0; k--) {
-      const o = byTail[k];
-      work += p[o];
-      minHead = Math.min(minHead, r[o]);
-      bound = Math.max(bound, minHead + work + q[o]);
-    }
-  }
-  return bound;
+  return { rF, rB, rW, qF, qB, qW };
 }

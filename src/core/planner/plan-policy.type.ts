@@ -3,9 +3,10 @@
  * - initial:  Alg. 1, maximum uniform slackness within device memory (the ZeroBubble baseline);
  * - adaptive: Alg. 2, slackness from measured delays by Eq. 1, memory relaxed to the host;
  * - search:   simulator-guided search from Alg. 2 within a time budget, memory relaxed to the host;
+ * - optimal:  exact MILP (HiGHS) warm-started with the search plan, within a time limit;
  * - 1f1b:     x_i = S - i with W fused to its B;
  * - gpipe:    all forwards, then all backwards (W fused);
  * - fixed:    warm-up counts given by the caller (the CLI's --warmup).
  */
-export const PLAN_POLICIES = ['initial', 'adaptive', 'search', '1f1b', 'gpipe', 'fixed'] as const;
+export const PLAN_POLICIES = ['initial', 'adaptive', 'search', 'optimal', '1f1b', 'gpipe', 'fixed'] as const;
 export type PlanPolicy = (typeof PLAN_POLICIES)[number];
