@@ -155,6 +155,22 @@ function renderTable(r: Json): string {
   return lines.join('\n');
 }
 
+function soakTable(r: Json): string {
+  const mb = (bytes: number) => `${bytes >= 0 ? '+' : ''}${fmt(bytes / 1e6, 2)} MB/min`;
+  const first = (r.samples as Json[])[0];
+  const last = (r.samples as Json[])[(r.samples as Json[]).length - 1];
+  const c = r.controlLoopMs;
+  return [
+    '| measure | result |',
+    '|---|---|',
+    `| run | ${r.seconds} s, ${r.ranks} ranks in ${r.jobs} jobs, ${r.handshakes} handshakes, ranks never behind their pace by more than ${fmt(r.maxBehindPaceMs)} ms, load average ${fmt(r.loadAverage1m, 1)} |`,
+    `| daemon heap: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.heap)}; ${fmt(first.heapBytes / 1e6)} MB, ${fmt(last.heapBytes / 1e6)} MB |`,
+    `| daemon RSS: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.rss)}; ${fmt(first.rssBytes / 1e6)} MB, ${fmt(last.rssBytes / 1e6)} MB |`,
+    `| Redis used_memory: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.redisUsedMemory)}; ${fmt(first.redisUsedBytes / 1e6)} MB, ${fmt(last.redisUsedBytes / 1e6)} MB |`,
+    `| control loop (reveal -> prepare): p50, p99; p99 of the first and last third | ${fmt(c.p50, 1)} ms, ${fmt(c.p99, 0)} ms; ${fmt(c.firstThirdP99, 0)} ms, ${fmt(c.lastThirdP99, 0)} ms |`,
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -168,6 +184,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'engine-optimum': engineOptimumTable,
   daemon: daemonTable,
   render: renderTable,
+  soak: soakTable,
 };
 
 /** Results file of a block, when it is not the block's own name. */

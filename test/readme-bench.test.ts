@@ -9,7 +9,7 @@ const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
 describe('README benchmark tables', () => {
   it('has every bench table as a marked block', () => {
-    expect(readmeBlocks(readme)).toEqual(expect.arrayContaining(['real', 'topology', 'prediction', 'e2e', 'e2e-dp', 'e2e-paced', 'engine-speed', 'engine-quality', 'daemon', 'render']));
+    expect(readmeBlocks(readme)).toEqual(expect.arrayContaining(['real', 'topology', 'prediction', 'e2e', 'e2e-dp', 'e2e-paced', 'engine-speed', 'engine-quality', 'daemon', 'render', 'soak']));
   });
 
   it('every marked table equals its rendering from bench/results (npm run readme:tables rewrites them)', () => {
