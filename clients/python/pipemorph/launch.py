@@ -13,6 +13,7 @@ See clients/python/README.md for the result's shape. Exit 2 on bad input, 1 when
 import argparse
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -154,10 +155,13 @@ def main(argv: List[str]) -> int:
             time.sleep(0.05)
         codes = [p.wait() for p in procs]
         if failed is not None or any(codes):
-            rank = failed if failed is not None else next(r for r, c in enumerate(codes) if c)
-            logs[rank].seek(0)
-            err = [line for line in logs[rank].read().strip().splitlines() if line.strip()]
-            print("pipemorph.launch: rank %d failed: %s" % (rank, err[-1] if err else "exit %s" % codes[rank]), file=sys.stderr)
+            # Every rank that failed on its own, not only the first one seen: a rank that refuses a
+            # schedule makes its peers' sends fail too, and the cause is in the refusing rank's log.
+            own = [r for r, c in enumerate(codes) if c not in (0, -signal.SIGKILL)] or [failed if failed is not None else 0]
+            for rank in own:
+                logs[rank].seek(0)
+                err = [line for line in logs[rank].read().strip().splitlines() if line.strip()]
+                print("pipemorph.launch: rank %d failed: %s" % (rank, err[-1] if err else "exit %s" % codes[rank]), file=sys.stderr)
             return 1
         ranks = [_load(os.path.join(work_dir, "rank%d.json" % r), "rank result") for r in range(world)]
     result = summarize(ranks)
