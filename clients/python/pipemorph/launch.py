@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 def _free_port() -> int:
@@ -120,6 +120,21 @@ def summarize(ranks: List[Dict[str, Any]], warmup: int = 1) -> Dict[str, Any]:
             "paramsDigest": [r["paramsDigest"] for r in ranks]}
 
 
+def _cause(lines: List[str]) -> Optional[str]:
+    """The exception line of the last Python traceback in a rank's log, else its last line: native
+    teardown noise (gloo's threads aborting with "terminate called ...") can follow the traceback."""
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k].startswith("Traceback (most recent call last):"):
+            for line in lines[k + 1:]:
+                if not line.startswith((" ", "\t")):
+                    return line
+    return lines[-1] if lines else None
+
+
+def _has_traceback(lines: List[str]) -> bool:
+    return any(line.startswith("Traceback (most recent call last):") for line in lines)
+
+
 def mixed_iterations(iterations: List[Dict[str, Any]]) -> List[int]:
     """Iterations in which the ranks did not all run the same schedule version (must be empty)."""
     return [it["iteration"] for it in iterations if len(set(it["versions"])) > 1]
@@ -148,6 +163,11 @@ def main(argv: List[str]) -> int:
             bad = next((r for r, p in enumerate(procs) if p.poll() not in (None, 0)), None)
             if bad is not None or time.monotonic() > deadline:
                 failed = bad
+                # A rank that refuses a schedule exits while its peers' sends to it fail; whichever
+                # exits first, give the others a moment to exit with their own cause before killing.
+                grace = time.monotonic() + (2.0 if bad is not None else 0.0)
+                while time.monotonic() < grace and any(p.poll() is None for p in procs):
+                    time.sleep(0.05)
                 for p in procs:
                     if p.poll() is None:
                         p.kill()
@@ -157,11 +177,17 @@ def main(argv: List[str]) -> int:
         if failed is not None or any(codes):
             # Every rank that failed on its own, not only the first one seen: a rank that refuses a
             # schedule makes its peers' sends fail too, and the cause is in the refusing rank's log.
-            own = [r for r, c in enumerate(codes) if c not in (0, -signal.SIGKILL)] or [failed if failed is not None else 0]
-            for rank in own:
+            # A killed rank counts too when its log holds a Python traceback (killed while tearing down).
+            errs = []
+            for rank in range(world):
                 logs[rank].seek(0)
-                err = [line for line in logs[rank].read().strip().splitlines() if line.strip()]
-                print("pipemorph.launch: rank %d failed: %s" % (rank, err[-1] if err else "exit %s" % codes[rank]), file=sys.stderr)
+                errs.append([line for line in logs[rank].read().strip().splitlines() if line.strip()])
+            own = [r for r, c in enumerate(codes) if c not in (0, -signal.SIGKILL) or (c == -signal.SIGKILL and _has_traceback(errs[r]))]
+            own = own or [failed if failed is not None else 0]
+            for rank in own:
+                err = errs[rank]
+                cause = _cause(err)
+                print("pipemorph.launch: rank %d failed: %s" % (rank, cause if cause else "exit %s" % codes[rank]), file=sys.stderr)
             return 1
         ranks = [_load(os.path.join(work_dir, "rank%d.json" % r), "rank result") for r in range(world)]
     result = summarize(ranks)

@@ -14,7 +14,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from pipemorph.launch import mixed_iterations  # noqa: E402
+from pipemorph.launch import _cause, mixed_iterations  # noqa: E402
 from pipemorph.ops import ScheduleError, parse_ops  # noqa: E402
 from pipemorph.stage import reference_train  # noqa: E402
 from schedules import schedule, swap_topology  # noqa: E402
@@ -211,6 +211,19 @@ class DataParallel(unittest.TestCase):
         self.assertEqual(matches, [True] * 4)
         _, broken = self.train(self, self.PLAN, "--handoff", "skip")  # moved ranks keep their old stage's weights
         self.assertEqual([broken[1], broken[2]], [False, False])
+
+class LaunchReport(unittest.TestCase):
+    """What the launcher says of a failed rank: its exception, not the native noise after it."""
+
+    def test_the_exception_line_of_the_last_traceback_wins_over_teardown_noise(self):
+        log = ["step 1", "Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "    run()",
+               "pipemorph.executor.ScheduleError: W1 runs before B1 on stage 1", "terminate called without an active exception"]
+        self.assertEqual(_cause(log), "pipemorph.executor.ScheduleError: W1 runs before B1 on stage 1")
+
+    def test_without_a_traceback_the_last_line(self):
+        self.assertEqual(_cause(["started", "Killed"]), "Killed")
+        self.assertIsNone(_cause([]))
+
 
 if __name__ == "__main__":
     unittest.main()
