@@ -6,6 +6,9 @@
  *   drained by one daemon process; link samples per second of drain time;
  * - control loop: S=8, N=32, 64 reporting ranks (8 replicas); time from writing the iteration's
  *   reports that reveal a straggler (the K-th bad sample) to the prepared schedule's control event;
+ *   planning on a worker thread (the default), and on the event loop in alternating rounds;
+ * - planning isolation: another job's reports, XADD -> acknowledged, while an 8 x 32 job is
+ *   planned by the MILP for seconds, with planning on the event loop and on a worker;
  * - memory: retained heap and typed-array bytes of the per-job detector state per 10k links (node --expose-gc).
  * The daemon runs as its own process (dist/src/daemon/main.js), as in production, and is observed
  * like any client: through Redis, GET /jobs/:id and GET /metrics (its planning-duration histogram,
@@ -13,10 +16,7 @@
  * bench/results/daemon.json, from which the README's table is rendered.
  */
 import Redis from 'ioredis';
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
@@ -24,7 +24,10 @@ import { DEFAULT_DETECTOR_CONFIG } from '../src/core/detect/detector-config.type
 import { JobDetector, LinkObservation } from '../src/core/detect/job-detector';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
+import { DaemonProcess } from '../test/support/daemon-process';
 
+/** Extra delay of the straggling link in the control-loop trials, ms. */
+const SLOW_EXTRA_MS = 40;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(REDIS_URL);
 const run = Date.now().toString(36);
@@ -40,42 +43,18 @@ function config(): PipemorphConfig {
   return c;
 }
 
-/** A daemon process on a free port; `url` for its HTTP API, `stop` ends it. */
+/** A daemon process (test/support/daemon-process.ts) on a free port; `url` for its HTTP API, `stop` ends it. */
 interface Daemon {
   url: string;
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startDaemon(): Promise<Daemon> {
-  const port = await freePort();
-  const path = join(mkdtempSync(join(tmpdir(), 'pipemorph-bench-')), 'config.json');
-  writeFileSync(path, JSON.stringify({ ...config(), http: { host: '127.0.0.1', port } }));
-  const env: NodeJS.ProcessEnv = { ...process.env, PIPEMORPH_CONFIG: path };
-  delete env.REDIS_URL;
-  delete env.PORT;
-  const child: ChildProcess = spawn(process.execPath, [join(__dirname, '..', 'src', 'daemon', 'main.js')], { env, stdio: ['ignore', 'ignore', process.env.PIPEMORPH_BENCH_LOGS ? 'inherit' : 'ignore'] });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/health/ready`).catch(() => null))?.ok ?? false, 30000);
-  return {
-    url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+async function startDaemon(adjust: (c: PipemorphConfig) => void = () => undefined): Promise<Daemon> {
+  const c = config();
+  adjust(c);
+  const daemon = await DaemonProcess.start(c);
+  await waitFor(async () => (await daemon.status('/health/ready')) === 200, 30000);
+  return { url: daemon.url, stop: () => daemon.stop() };
 }
 
 /** One daemon metric from its /metrics text (summed over label sets), NaN when absent. */
@@ -115,7 +94,7 @@ function report(jobId: string, rank: number, stages: number, dp: number, iterati
   const links = [];
   for (const [peerPp, link] of [[pp + 1, pp], [pp - 1, pp - 1]]) {
     if (peerPp < 0 || peerPp >= stages) continue;
-    const ms = 1 + (slow.has(`${d}:${link}`) ? 40 : 0);
+    const ms = 1 + (slow.has(`${d}:${link}`) ? SLOW_EXTRA_MS : 0);
     links.push({ peer: d * stages + peerPp, kind: 'pipeline', bytes: 16777216, medianMs: ms, maxMs: ms, delegated: false, error: null });
   }
   if (dp > 1) {
@@ -192,12 +171,14 @@ interface Trial {
   writes: number;
 }
 
-async function controlLoopLatency(trials: number): Promise<Trial[]> {
-  const jobId = `bench-loop-${run}`;
+async function controlLoopLatency(trials: number, workers?: number): Promise<{ trials: Trial[]; planning: Planning }> {
+  const jobId = `bench-loop-${run}-${workers ?? 'default'}`;
   const stages = 8;
   const dp = 8;
   await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId, stages, dp)));
-  const daemon = await startDaemon();
+  const daemon = await startDaemon((c) => {
+    if (workers !== undefined) c.control.planningWorkers = workers;
+  });
   const keys = jobKeys(jobId);
   await waitFor(async () => (await redis.get(keys.schedule)) !== null);
   const last = (await redis.xrevrange(keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
@@ -273,27 +254,142 @@ async function controlLoopLatency(trials: number): Promise<Trial[]> {
     throw new Error('bench: no prepare');
   };
   for (let k = 0; k < 12; k++) await writeIteration(); // learn baselines
-  for (let trial = 0; trial < trials; trial++) {
+  const before = untimedBadIterations();
+  // Two untimed trials first: a fresh daemon's planning worker runs cold code (JIT) at first.
+  for (let trial = -2; trial < trials; trial++) {
     slow.clear();
-    slow.add(`${trial % dp}:${trial % (stages - 1)}`);
-    // Two bad iterations are not enough (enterAfter = 3); the third reveals the straggler.
-    for (let k = 0; k < 2; k++) await writeIteration();
-    latencies.push(await untilPrepare());
+    slow.add(`${(trial + dp) % dp}:${(trial + stages) % (stages - 1)}`);
+    for (let k = 0; k < before; k++) await writeIteration();
+    const measured = await untilPrepare();
+    if (trial >= 0) latencies.push(measured);
     slow.clear();
     await untilPrepare(); // recovery back to the initial plan
   }
   loop.disable();
   await control.quit();
-  planning = await planningSeconds(daemon);
+  const planning = await planningSeconds(daemon);
   await daemon.stop();
   await cleanup(jobId);
-  return latencies;
+  return { trials: latencies, planning };
 }
 
-let planning: { count: number; meanMs: number; over10Ms: number } = { count: 0, meanMs: 0, over10Ms: 0 };
+/**
+ * The bad iterations the detector needs before the one that reveals the straggler: a 40 ms step is
+ * severe (detection.severeExtraMs), so with the defaults the first one reveals it.
+ */
+function untimedBadIterations(): number {
+  const { enterAfter, severeExtraMs, severeEnterAfter } = config().detection;
+  return (SLOW_EXTRA_MS >= severeExtraMs ? severeEnterAfter : enterAfter) - 1;
+}
+
+/** Stream ids compare by milliseconds, then sequence. */
+function idAtMost(a: string, b: string): boolean {
+  const [am, as] = a.split('-').map(Number);
+  const [bm, bs] = b.split('-').map(Number);
+  return am < bm || (am === bm && as <= bs);
+}
+
+/** Whether the daemon's consumer group has read and acknowledged the entry `id` of `stream`. */
+async function acknowledged(client: Redis, stream: string, id: string): Promise<boolean> {
+  const groups = (await client.xinfo('GROUPS', stream)) as Array<Array<string | number | null>>;
+  const g = groups.find((x) => x[x.indexOf('name') + 1] === 'pipemorph');
+  if (!g || !idAtMost(id, String(g[g.indexOf('last-delivered-id') + 1]))) return false;
+  const [count, oldest] = (await client.xpending(stream, 'pipemorph')) as [number, string | null];
+  return count === 0 || (oldest !== null && !idAtMost(oldest, id));
+}
+
+interface IsolationRow {
+  planningWorkers: number;
+  /** Wall time from the reveal iteration of the 8 x 32 job to its prepared schedule, ms. */
+  planMs: number;
+  probes: number;
+  /** Another job's report, from XADD to its acknowledgement by the daemon, while the plan ran. */
+  probeP50Ms: number;
+  probeP99Ms: number;
+  probeMaxMs: number;
+}
+
+/**
+ * Planning isolation: an 8 x 32 job is re-planned by a slow planner (the exact MILP, its cell
+ * limit raised to cover the job: seconds of solving) while a second job's reports are written
+ * one at a time and timed from XADD to their acknowledgement. With control.planningWorkers = 0 the
+ * plan runs on the daemon's event loop; with 1, on a worker thread.
+ */
+async function ingestDuringSlowPlan(workers: number): Promise<IsolationRow> {
+  const planJob = `bench-slowplan-${run}-${workers}`;
+  const probeJob = `bench-probe-${run}-${workers}`;
+  await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(planJob, 8, 1)));
+  await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(probeJob, 4, 1)));
+  const daemon = await startDaemon((c) => {
+    c.control.planningWorkers = workers;
+    c.control.planner = 'optimal';
+    c.control.optimalMaxCells = 4096;
+    c.control.optimalTimeLimitMs = 1000;
+  });
+  const plan = jobKeys(planJob);
+  const probe = jobKeys(probeJob);
+  await waitFor(async () => (await redis.get(plan.schedule)) !== null && (await redis.get(probe.schedule)) !== null);
+  const control = new Redis(REDIS_URL);
+  const watcher = new Redis(REDIS_URL);
+  const last = (await redis.xrevrange(plan.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+  let cursor = last.length > 0 ? last[0][0] : '0-0';
+  let iteration = 0;
+  const slow = new Set<string>();
+  const writePlanIteration = async () => {
+    const p = redis.pipeline();
+    for (let rank = 0; rank < 8; rank++) p.xadd(plan.reports, '*', 'm', report(planJob, rank, 8, 1, iteration, slow));
+    await p.exec();
+    iteration++;
+  };
+  for (let k = 0; k < 12; k++) await writePlanIteration();
+  let probeIteration = 0;
+  const lags: number[] = [];
+  let planned = false;
+  const probing = (async () => {
+    while (!planned) {
+      const t0 = performance.now();
+      const id = (await redis.xadd(probe.reports, '*', 'm', report(probeJob, probeIteration % 4, 4, 1, Math.floor(probeIteration / 4), new Set())))!;
+      probeIteration++;
+      while (!(await acknowledged(watcher, probe.reports, id))) await new Promise((r) => setTimeout(r, 1));
+      lags.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  slow.add('0:3');
+  for (let k = 0; k < untimedBadIterations(); k++) await writePlanIteration();
+  const t0 = performance.now();
+  let planMs = Number.NaN;
+  for (let k = 0; k < 200 && Number.isNaN(planMs); k++) {
+    if (k < 20) await writePlanIteration();
+    const reply = (await control.xread('BLOCK', 200, 'STREAMS', plan.control, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+    for (const [, entries] of reply ?? []) {
+      for (const [id, fields] of entries) {
+        cursor = id;
+        if (JSON.parse(fields[1]).type === 'prepare') planMs = performance.now() - t0;
+      }
+    }
+  }
+  planned = true;
+  await probing;
+  await control.quit();
+  await watcher.quit();
+  await daemon.stop();
+  await cleanup(planJob);
+  await cleanup(probeJob);
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  const row = { planningWorkers: workers, planMs: r(planMs), probes: lags.length, probeP50Ms: r(percentile(lags, 50)), probeP99Ms: r(percentile(lags, 99)), probeMaxMs: r(Math.max(...lags)) };
+  console.log(JSON.stringify({ isolation: row }));
+  return row;
+}
+
+interface Planning {
+  count: number;
+  meanMs: number;
+  over10Ms: number;
+}
 
 /** The daemon's own planning-duration histogram, read from /metrics like any scraper. */
-async function planningSeconds(daemon: Daemon): Promise<typeof planning> {
+async function planningSeconds(daemon: Daemon): Promise<Planning> {
   const m = await scrape(daemon);
   const count = m('pipemorph_planning_duration_seconds_count');
   const sum = m('pipemorph_planning_duration_seconds_sum');
@@ -341,9 +437,28 @@ async function removeLeftovers(): Promise<void> {
 
 async function main(): Promise<void> {
   await removeLeftovers();
+  if (process.argv[2] === 'isolation') {
+    // Only the planning-isolation rows, printed, results file untouched (quick checks).
+    for (const workers of [0, 1]) await ingestDuringSlowPlan(workers);
+    await redis.quit();
+    return;
+  }
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
-  const trials = await controlLoopLatency(100);
+  // Planning on a worker (the default) and on the event loop, alternating rounds of 25 trials, so
+  // that both see the same machine: the comparison is fair even when the load changes.
+  const trials: Trial[] = [];
+  const inline: number[] = [];
+  const plannings: Planning[] = [];
+  for (let round = 0; round < 4; round++) {
+    const onWorker = await controlLoopLatency(25, 1);
+    trials.push(...onWorker.trials);
+    plannings.push(onWorker.planning);
+    inline.push(...(await controlLoopLatency(25, 0)).trials.map((t) => t.ms));
+  }
+  const count = plannings.reduce((a, p) => a + p.count, 0);
+  const planning: Planning = { count, meanMs: plannings.reduce((a, p) => a + p.meanMs * p.count, 0) / Math.max(1, count), over10Ms: plannings.reduce((a, p) => a + p.over10Ms, 0) };
+  const isolation = [await ingestDuringSlowPlan(0), await ingestDuringSlowPlan(1)];
   await redis.quit();
   const r = (x: number) => Math.round(x * 1000) / 1000;
   const latencies = trials.map((t) => t.ms);
@@ -355,12 +470,13 @@ async function main(): Promise<void> {
   const breakdown = Object.fromEntries(
     (['ms', 'writeMs', 'loopStallMs', 'gcMs', 'benchStallMs', 'writes'] as const).map((k) => [k, { slowestTenth: avg(tail, (t) => t[k]), rest: avg(body, (t) => t[k]) }]),
   );
+  const controlLoopInline = { trials: inline.length, p50Ms: r(percentile(inline, 50)), p90Ms: r(percentile(inline, 90)), p99Ms: r(percentile(inline, 99)), maxMs: r(Math.max(...inline)) };
   const controlLoop = { trials: latencies.length, p50Ms: r(percentile(latencies, 50)), p90Ms: r(percentile(latencies, 90)), p99Ms: r(percentile(latencies, 99)), maxMs: r(Math.max(...latencies)), breakdown, planning };
   console.log(JSON.stringify({ controlLoop }));
   const summary = { ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: r(percentile(latencies, 50)), controlLoopP99Ms: r(percentile(latencies, 99)), heapBytesPer10kLinks: Math.round(heap) };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, loadAverage: loadavg().map((x) => r(x)) })}\n`);
+  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopInline, isolation, loadAverage: loadavg().map((x) => r(x)) })}\n`);
   console.log(JSON.stringify(summary));
 }
 

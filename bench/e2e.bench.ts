@@ -9,7 +9,10 @@
  *   planners make (src/emulator/oracle-policy.ts): pipemorph -> oracle is what detection, hysteresis
  *   and the handshake cost.
  * The emulator models head-of-line blocking (one GPU-direct send in flight per link direction),
- * delegate queues with a 2% copy cost, 1% op-time jitter.
+ * delegate queues with a 2% copy cost, 1% op-time jitter. A failed NIC costs a 2 s timeout per message
+ * on plain ranks (zb-static, 1f1b-static); ranks with delegate processes (the other three) time out
+ * once per link and fail over to the host path on their own until the schedule delegates the link
+ * (docs/protocol.md sec. 7, EmulationOptions.nicFailover).
  *
  * Then the paper's data-parallel straggler (sec. 7.3, Fig. 19): (2 DP, 4 PP) on two racks, every
  * stage's all-reduce ring crossing a rack link that turns slow (+10/20/30 ms) at iteration 5, under
@@ -29,7 +32,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { startDaemon } from '../src/daemon/start-daemon.util';
 import { constantDelay } from '../src/emulator/delay/constant-delay';
-import { DEFAULT_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
+import { DEFAULT_EMULATION, DELEGATING_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
 import { RankGroup } from '../src/emulator/rank-group';
 import { runFalconPolicy } from '../src/emulator/remap-policy';
 import { DpScenario, dpScenarioJob, dpScenarios, Scenario, scenarios } from '../src/emulator/scenarios';
@@ -78,7 +81,7 @@ async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActi
 }
 
 async function runPipemorph(redis: Redis, scenario: Scenario, index: number, pace?: number): Promise<{ results: IterationResult[]; switchedAt: number | null }> {
-  const job = new EmulatedJob(`bench-e2e-${index}${pace ? 'p' : ''}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+  const job = new EmulatedJob(`bench-e2e-${index}${pace ? 'p' : ''}-${Date.now().toString(36)}`, scenario.profile, 1, scenario.delays(), DELEGATING_EMULATION);
   const { results, group } = await runGroup(redis, job, scenario.name, scenario.deviceActivations, scenario.iterations, pace);
   const first = group.history[0]?.versions[0];
   return { results, switchedAt: group.history.find((h) => h.versions[0] !== first)?.iteration ?? null };
@@ -194,7 +197,9 @@ async function main(): Promise<void> {
       const policies: Partial<Record<Policy, { meanIterationMs: number; itersPerMin: number; slowdown: number }>> = {};
       for (const policy of POLICIES) {
         const t0 = performance.now();
-        const fresh = () => new EmulatedJob(policy, scenario.profile, 1, scenario.delays(), DEFAULT_EMULATION);
+        // Ranks with delegate processes fail over to them on a NIC failure (protocol sec. 7); plain ZeroBubble and 1F1B ranks have none.
+        const options = policy === 'zb-static' || policy === '1f1b-static' ? DEFAULT_EMULATION : DELEGATING_EMULATION;
+        const fresh = () => new EmulatedJob(policy, scenario.profile, 1, scenario.delays(), options);
         const results =
           policy === 'pipemorph'
             ? (await runPipemorph(redis, scenario, index)).results

@@ -3,14 +3,19 @@
  *
  * 1. Plan quality: 100 seeded random heterogeneous profiles with one or two slow links; for each
  *    policy the mean and worst gap of its iteration time to a lower bound (one JSON line per policy).
- *    The search runs twice: on a wall-clock budget (what the daemon does, machine-dependent) and on
- *    a fixed evaluation count (the same plans on every machine: its row is reproducible).
+ *    The search runs on the daemon's default budget (control.searchEvaluations, wall clock only a
+ *    safety cap), on 400 evaluations, and on 400 evaluations over warm-up counts alone (the greedy
+ *    B > F > W schedules, no per-stage options): every search row is the same on every machine.
  * 2. Against the optimum: 24 seeded profiles, S = 4-6, N = 8-12, op times 5-20 ms, one or two
  *    links slowed by 15-120 ms; the optimal policy (MILP, 2 s limit) proves the optimum where it
  *    can; per policy the mean and worst gap to the proven optimum and to the better lower bound
  *    (combinatorial or the MILP's), evaluations and planning time.
- * 3. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
- * Last line: { quality, search, speed } as JSON, also written to bench/results/engine.json (the
+ * 3. Within device memory: 40 seeded profiles (S = 4-8, N = 2S-4S, room for 1x-2x S activations
+ *    per device, one or two slow links): Alg. 1 (the `initial` plan) against adaptive and search
+ *    planned within the same device memory (`memory: 'device'`), the gain over Alg. 1 and the
+ *    highest memory peak relative to the device limit (must stay <= 1).
+ * 4. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
+ * Last line: { quality, optimum, deviceMemory, speed } as JSON, also written to bench/results/engine.json (the
  * README's engine tables are rendered from it: npm run readme:tables).
  *
  * Runs on one core (the event loop); the speed numbers are wall-clock medians on this machine.
@@ -27,6 +32,7 @@ import { iterationLowerBoundMs, stageLowerBoundMs } from '../src/core/planner/lo
 import { planPipeline, withHostMemory } from '../src/core/planner/plan';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { MilpSolver } from '../src/core/planner/optimal-planner';
+import { DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
 import loadHighs from 'highs';
 
 function median(values: number[]): number {
@@ -100,10 +106,12 @@ interface GapStats {
 
 /** Evaluations of the reproducible search row. */
 const SEARCH_EVALUATIONS = 400;
+/** What the daemon's search planner runs with by default (config/default.json). */
+const DAEMON_SEARCH = { maxEvaluations: DEFAULT_CONTROL_CONFIG.searchEvaluations!, timeBudgetMs: DEFAULT_CONTROL_CONFIG.searchBudgetMs };
 
-function planQuality(cases: number, searchBudgetMs: number) {
+function planQuality(cases: number) {
   const random = seededRandom(20261122);
-  const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search', 'search-fixed'] as const;
+  const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search', 'search-fixed', 'search-counts'] as const;
   let reproducible = true;
   /** Cases where the per-op bound beats the per-stage one, and where the best plan found meets the bound (proven optimal). */
   let opBoundTighter = 0;
@@ -126,8 +134,9 @@ function planQuality(cases: number, searchBudgetMs: number) {
     record('initial', planPipeline(slow, { policy: 'initial' }).run.iterationMs);
     record('alg2-as-printed', generateSchedule(withHostMemory(slow), { warmup: printedAlg2Warmup(slow) }).iterationMs);
     record('adaptive', planPipeline(slow, { policy: 'adaptive' }).run.iterationMs);
-    const search = planPipeline(slow, { policy: 'search', search: { timeBudgetMs: searchBudgetMs } });
+    const search = planPipeline(slow, { policy: 'search', search: DAEMON_SEARCH });
     record('search', search.run.iterationMs);
+    if (search.search!.timedOut) reproducible = false;
     searchUsedMs.push(search.search!.elapsedMs);
     searchEvaluations.push(search.search!.evaluations);
     // A time cap far above what 400 evaluations take: the count decides, so every machine gets these plans.
@@ -136,6 +145,7 @@ function planQuality(cases: number, searchBudgetMs: number) {
     record('search-fixed', first.run.iterationMs);
     if (first.run.iterationMs <= bound + 1e-6) provenOptimal++;
     if (c % 10 === 0 && fixed().run.iterationMs !== first.run.iterationMs) reproducible = false;
+    record('search-counts', planPipeline(slow, { policy: 'search', search: { timeBudgetMs: 60_000, maxEvaluations: SEARCH_EVALUATIONS, richSchedules: false } }).run.iterationMs);
   }
   const stats: GapStats[] = policies.map((policy) => {
     const g = gaps.get(policy)!;
@@ -145,7 +155,8 @@ function planQuality(cases: number, searchBudgetMs: number) {
   const search = stats.find((s) => s.policy === 'search')!;
   for (const s of stats) console.log(JSON.stringify({ quality: s.policy, cases, meanGapPct: round(s.meanGapPct), worstGapPct: round(s.worstGapPct) }));
   const searchSummary = {
-    budgetMs: searchBudgetMs,
+    daemonEvaluations: DAEMON_SEARCH.maxEvaluations,
+    daemonSafetyCapMs: DAEMON_SEARCH.timeBudgetMs,
     medianUsedMs: round(median(searchUsedMs)),
     medianEvaluations: median(searchEvaluations),
     meanGapClosedPct: round(adaptive.meanGapPct > 0 ? (1 - search.meanGapPct / adaptive.meanGapPct) * 100 : 100),
@@ -156,6 +167,41 @@ function planQuality(cases: number, searchBudgetMs: number) {
   };
   console.log(JSON.stringify({ searchVsAdaptive: searchSummary }));
   return { cases, policies: stats.map((s) => ({ policy: s.policy, meanGapPct: round(s.meanGapPct), worstGapPct: round(s.worstGapPct) })), search: searchSummary };
+}
+
+function withinDeviceMemory(cases: number) {
+  const random = seededRandom(20261124);
+  const gains = { adaptive: [] as number[], search: [] as number[] };
+  const planMs: number[] = [];
+  let worse = 0;
+  let peakOverLimit = 0;
+  for (let c = 0; c < cases; c++) {
+    const stages = [4, 6, 8][Math.floor(random() * 3)];
+    const microbatches = stages * [2, 3, 4][Math.floor(random() * 3)];
+    const model = toPipelineModel(validateProfile(randomProfile(random, stages, microbatches, 1 + Math.floor(random() * 2))));
+    const initial = planPipeline(model, { policy: 'initial' }).run.iterationMs;
+    const adaptive = planPipeline(model, { policy: 'adaptive', memory: 'device' });
+    const t0 = performance.now();
+    const search = planPipeline(model, { policy: 'search', memory: 'device', search: { maxEvaluations: SEARCH_EVALUATIONS, timeBudgetMs: 60_000 } });
+    planMs.push(performance.now() - t0);
+    for (const [name, plan] of [['adaptive', adaptive], ['search', search]] as const) {
+      gains[name].push((1 - plan.run.iterationMs / initial) * 100);
+      if (plan.run.iterationMs > initial + 1e-9) worse++;
+      plan.run.peakMemory!.forEach((peak, i) => (peakOverLimit = Math.max(peakOverLimit, peak / model.memLimit![i])));
+    }
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const result = {
+    cases,
+    searchEvaluations: SEARCH_EVALUATIONS,
+    adaptiveGainPct: { mean: round(mean(gains.adaptive)), max: round(Math.max(...gains.adaptive)) },
+    searchGainPct: { mean: round(mean(gains.search)), max: round(Math.max(...gains.search)) },
+    worseThanInitial: worse,
+    maxPeakOverLimit: round(peakOverLimit),
+    searchMedianPlanMs: round(median(planMs)),
+  };
+  console.log(JSON.stringify({ deviceMemory: result }));
+  return result;
 }
 
 function round(x: number): number {
@@ -184,7 +230,7 @@ async function againstOptimum(cases: number) {
   const highs: MilpSolver = await loadHighs();
   const random = seededRandom(20261123);
   const u = (lo: number, hi: number) => lo + (hi - lo) * random();
-  const policies = ['initial', 'adaptive', 'search', 'optimal'] as const;
+  const policies = ['initial', 'adaptive', 'search-counts', 'search', 'optimal'] as const;
   const rows: Array<Record<string, number | boolean>> = [];
   const search = { maxEvaluations: SEARCH_EVALUATIONS, timeBudgetMs: 60_000 };
   for (let c = 0; c < cases; c++) {
@@ -201,6 +247,9 @@ async function againstOptimum(cases: number) {
       row[policy] = planPipeline(model, { policy }).run.iterationMs;
       row[`${policy}PlanMs`] = performance.now() - t0;
     }
+    const t1 = performance.now();
+    row['search-counts'] = planPipeline(model, { policy: 'search', search: { ...search, richSchedules: false } }).run.iterationMs;
+    row['search-countsPlanMs'] = performance.now() - t1;
     const found = planPipeline(model, { policy: 'search', search });
     row.search = found.run.iterationMs;
     row.searchPlanMs = found.search!.elapsedMs;
@@ -235,17 +284,42 @@ async function againstOptimum(cases: number) {
         worstGapToBoundPct: round(Math.max(...toBound)),
         medianPlanMs: round(median(rows.map((r) => r[`${policy}PlanMs`] as number))),
         ...(policy === 'search' ? { medianEvaluations: median(rows.map((r) => r.searchEvaluations as number)) } : {}),
+        ...(policy === 'search-counts' ? { medianEvaluations: SEARCH_EVALUATIONS } : {}),
       };
     }),
     optimalSolveMs: { median: round(median(solve)), max: round(Math.max(...solve)) },
   };
 }
 
+/** The daemon's default search on an 8 x 32 job with one slow link (60 ms): evaluations and planning time. */
+function daemonPlan() {
+  const random = seededRandom(832);
+  const profile = validateProfile(randomProfile(random, 8, 32, 0));
+  const slow = toPipelineModel(profile, profile.linkMs.map((d, i) => (i === 3 ? 60 : d)));
+  const plan = () => planPipeline(slow, { policy: 'search', search: DAEMON_SEARCH });
+  const first = plan();
+  const planMs = timeMedian(plan, 5, 0);
+  const bound = iterationLowerBoundMs(slow);
+  const result = {
+    stages: 8,
+    microbatches: 32,
+    slowLinkMs: 60,
+    evaluations: first.search!.evaluations,
+    timedOut: first.search!.timedOut,
+    medianPlanMs: round(planMs),
+    gapToBoundPct: round((first.run.iterationMs / bound - 1) * 100),
+    adaptiveGapToBoundPct: round((planPipeline(slow, { policy: 'adaptive' }).run.iterationMs / bound - 1) * 100),
+  };
+  console.log(JSON.stringify({ daemonPlan: result }));
+  return result;
+}
+
 void (async () => {
-  const quality = planQuality(100, 50);
+  const quality = planQuality(100);
   const optimum = await againstOptimum(24);
   for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));
-  const json = JSON.stringify({ bench: 'engine', quality, optimum, speed: speed() });
+  const deviceMemory = withinDeviceMemory(40);
+  const json = JSON.stringify({ bench: 'engine', quality, optimum, deviceMemory, daemonPlan: daemonPlan(), speed: speed() });
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'engine.json'), `${json}\n`);

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SLOW_LAST_LINK from '../bench/profiles/device-memory-4x16-slow-last-link.json';
 
 const ROOT = join(__dirname, '..');
 const BIN = join(ROOT, 'dist/src/cli/main.js');
@@ -71,8 +72,34 @@ describe('pipemorph plan', () => {
     const out = json('plan', '--profile', MEGATRON, '--policy', 'search', '--max-evaluations', '50', '--details');
     expect(out.links).toHaveLength(7);
     expect(out.search.evaluations).toBeLessThanOrEqual(50);
+    expect(out.search.timedOut).toBe(false);
+    expect(out.inflightCap).toHaveLength(out.warmup.length);
+    expect(out.lookAhead).toHaveLength(out.warmup.length);
+    out.lookAhead.forEach((flags: string[]) => flags.forEach((f) => expect(['W', 'F', 'WBeforeF', 'WAfterLastB']).toContain(f)));
     expect(out.iterationMs).toBeLessThanOrEqual(out.search.adaptiveIterationMs + 1e-9);
     expect(out.lowerBoundMs).toBeLessThanOrEqual(out.iterationMs + 1e-9);
+  });
+});
+
+describe('pipemorph plan --memory device', () => {
+  // Room for 6 activations per device, 60 ms on the last link (the planner spec's instance).
+  const TIGHT = SLOW_LAST_LINK;
+
+  it('plans the search within device memory: faster than Alg. 1, peaks within the limit; the default may use the host', () => {
+    const profile = file('tight.json', TIGHT);
+    const initial = json('plan', '--profile', profile, '--policy', 'initial');
+    const device = json('plan', '--profile', profile, '--policy', 'search', '--max-evaluations', '200', '--memory', 'device', '--details');
+    expect(device.warmup).toEqual([6, 6, 6, 1]);
+    expect(device.iterationMs).toBeLessThan(initial.iterationMs);
+    for (const peak of device.peakMemory) expect(peak).toBeLessThanOrEqual(6000);
+    const host = json('plan', '--profile', profile, '--policy', 'search', '--max-evaluations', '200', '--details');
+    expect(Math.max(...host.peakMemory)).toBeGreaterThan(6000);
+  });
+
+  it('rejects an unknown memory and policies it does not apply to', () => {
+    const profile = file('tight.json', TIGHT);
+    expectUserError(run('plan', '--profile', profile, '--memory', 'gpu'), /--memory must be host or device/);
+    expectUserError(run('plan', '--profile', profile, '--policy', 'gpipe', '--memory', 'device'), /--memory device/);
   });
 });
 

@@ -187,6 +187,8 @@ describe('daemon: switching handshake', () => {
     job.ackPolicy.set(2, 'ignore'); // rank 2 "crashed" before it saw the prepare
     const initial = await straggle(job);
     await iterate(job, async () => (await job.pending()) !== null);
+    // The prepare can land after the loop's last read of the control stream: the other ranks answer it now.
+    await job.pollControl();
     // Rank 2 restarts: it reads the pending schedule (not the control stream) and acknowledges it.
     const pending = (await job.pending())!;
     job.ackPolicy.delete(2);
@@ -324,6 +326,31 @@ describe('daemon: re-registration', () => {
   });
 });
 
+describe('daemon: a plan that overruns control.planTimeoutMs', () => {
+  it('abandons it (worker replaced, counted), keeps the schedule in force and goes on ingesting and acknowledging', async () => {
+    // The exact MILP for an 8 x 32 job takes seconds; the limit is 100 ms.
+    daemon = await startDaemon(config((c) => Object.assign(c.control, { planner: 'optimal', optimalMaxCells: 4096, optimalTimeLimitMs: 60000, planTimeoutMs: 100 })));
+    const job = newJob('overrun', { stages: 8, microbatches: 32 });
+    await job.register();
+    const initial = await waitFor('the initial schedule', () => job.committed());
+    for (let k = 0; k < 10; k++) await job.reportIteration();
+    job.extra.set('0:3', 60);
+    const timeouts = async () => {
+      const text = await (await fetch(`${daemon!.url}/metrics`)).text();
+      return Number(/pipemorph_planning_failures_total\{reason="timeout"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    await iterate(job, async () => (await timeouts()) >= 1);
+    // Ingest went on: every report of the straggling iterations read and acknowledged, the daemon ready.
+    for (let k = 0; k < 5; k++) await job.reportIteration();
+    await processed(job);
+    expect((await json(await fetch(`${daemon.url}/jobs/${job.options.jobId}`))).counters.reports).toBe(job.iteration * 8);
+    expect((await fetch(`${daemon.url}/health/ready`)).status).toBe(200);
+    // Nothing was published from an abandoned plan: the initial schedule is still in force.
+    expect((await job.committed())!.version).toBe(initial.version);
+    expect(await job.pending()).toBeNull();
+  });
+});
+
 describe('daemon: crashed consumer', () => {
   it('claims and processes entries a crashed consumer left unacknowledged', async () => {
     daemon = await startDaemon(config());
@@ -342,7 +369,8 @@ describe('daemon: crashed consumer', () => {
       return d.counters?.reports === 12 && d;
     });
     expect(detail.counters.duplicates).toBe(0);
-    expect((await redis.xpending(job.keys.reports, 'pipemorph'))[0]).toBe(0);
+    // Acknowledged once the job's decision on them is made (on a planning worker): then none is left pending.
+    await waitFor('the claimed entries acknowledged', async () => ((await redis.xpending(job.keys.reports, 'pipemorph')) as unknown[])[0] === 0);
   });
 });
 

@@ -11,6 +11,7 @@ import { ControlService } from './control/control.service';
 import { IngestService } from './ingest/ingest.service';
 import { JobRegistry } from './jobs/job-registry.service';
 import { MetricsService } from './metrics/metrics.service';
+import { PlanningPool } from './planning/planning-pool.service';
 import { SchedulePublisher } from './publish/schedule-publisher.service';
 import { RedisModule } from './redis/redis.module';
 import { DaemonLifecycle } from './tasks/daemon-lifecycle.service';
@@ -35,7 +36,7 @@ export class AppModule implements NestModule {
       module: AppModule,
       imports: [ConfigModule.forRoot(config), ClockModule.forRoot(clock), RedisModule],
       controllers: [HealthController, MetricsController, JobsController, JobViewController],
-      providers: [MetricsService, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
+      providers: [MetricsService, PlanningPool, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
     };
   }
 }

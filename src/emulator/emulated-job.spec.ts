@@ -218,3 +218,47 @@ describe('EmulatedJob with the data-parallel all-reduce', () => {
     expect(make({ migrationMs: -1 })).toThrow(/migrationMs/);
   });
 });
+
+describe('EmulatedJob when a NIC fails', () => {
+  /** Every link's GPU-direct path dead from iteration `from` to `until` (exclusive), no extra delay. */
+  const deadNics = (from: number, until = Infinity) => ({
+    name: 'dead NICs',
+    delayMs: () => 0,
+    nicFailed: (_link: number, iteration: number) => iteration >= from && iteration < until,
+  });
+  const run = (nicFailover: boolean, until = Infinity) => {
+    const job = new EmulatedJob('nic', u4, 1, deadNics(2, until), { ...noJitter, nicFailover });
+    return Array.from({ length: 8 }, (_, i) => job.runIteration(i, plans(1), versions.slice(0, 4)));
+  };
+  /** Only the first failure iteration pays timeouts (at most one per link), later ones run about as fast as healthy. */
+  const timesOutOnce = (results: ReturnType<typeof run>, failedAt: number): boolean => {
+    const healthy = results[0].iterationMs;
+    const first = results[failedAt].iterationMs;
+    const links = results[0].reports.length - 1;
+    return first >= DEFAULT_EMULATION.nicTimeoutMs && first <= healthy * 1.1 + links * DEFAULT_EMULATION.nicTimeoutMs && results.slice(failedAt + 1).every((r) => r.iterationMs < healthy * 1.1);
+  };
+
+  it('ranks that fail over pay one timeout per link, then carry the traffic on the host path and report it delegated', () => {
+    const results = run(true);
+    expect(timesOutOnce(results, 2)).toBe(true);
+    const later = results[5].reports.flatMap((r) => r.links);
+    expect(later.length).toBeGreaterThan(0);
+    expect(later.every((l) => l.delegated && l.error === 'nic-failure')).toBe(true);
+    // The host path costs the copy overhead on the ranks that use it.
+    expect(results[5].iterationMs).toBeGreaterThan(results[0].iterationMs);
+  });
+
+  it('plain ranks (no failover) pay the timeout on every message while the NIC is down: the check above fails', () => {
+    const results = run(false);
+    expect(timesOutOnce(results, 2)).toBe(false);
+    expect(results[5].iterationMs).toBeGreaterThan(10 * DEFAULT_EMULATION.nicTimeoutMs);
+  });
+
+  it('a NIC that comes back and fails again times out again', () => {
+    const job = new EmulatedJob('nic', u4, 1, { name: 'flapping', delayMs: () => 0, nicFailed: (_l: number, i: number) => i === 1 || i === 3 }, { ...noJitter, nicFailover: true });
+    const results = Array.from({ length: 5 }, (_, i) => job.runIteration(i, plans(1), versions.slice(0, 4)));
+    expect(results[1].iterationMs).toBeGreaterThanOrEqual(DEFAULT_EMULATION.nicTimeoutMs);
+    expect(results[2].iterationMs).toBeLessThan(results[0].iterationMs * 1.1);
+    expect(results[3].iterationMs).toBeGreaterThanOrEqual(DEFAULT_EMULATION.nicTimeoutMs);
+  });
+});

@@ -24,9 +24,20 @@ export interface EmulationOptions {
   /** Bytes of one activation or gradient message, reported to the daemon. */
   messageBytes: number;
   seed: number;
+  /**
+   * Ranks that fail over on their own (docs/protocol.md sec. 7, paper sec. 5.3): the first send on a
+   * link whose GPU-direct path died pays one `nicTimeoutMs`, then that link's traffic goes through
+   * one host-path queue on both ends (paying the copy overhead) until the schedule delegates it or
+   * the NIC is back. Without it (ranks with no delegate processes, e.g. plain ZeroBubble) every
+   * message on the dead path pays the timeout. Absent: false.
+   */
+  nicFailover?: boolean;
 }
 
 export const DEFAULT_EMULATION: EmulationOptions = { jitter: 0.01, gpuSlots: 1, copyOverhead: 0.02, nicTimeoutMs: 2000, messageBytes: 1 << 24, seed: 1 };
+
+/** Ranks with pipemorph's data plane: delegate processes they can fail over to when a NIC dies. */
+export const DELEGATING_EMULATION: EmulationOptions = { ...DEFAULT_EMULATION, nicFailover: true };
 
 /** The data-parallel gradient all-reduce at the end of every iteration (a ring per stage, alpha-beta model of src/core/topology). */
 export interface AllReduceConfig {
@@ -122,6 +133,8 @@ export class EmulatedJob {
   private topology = 0;
   /** Migration the next iteration pays (a topology that moved ranks took effect). */
   private pendingMigrationMs = 0;
+  /** Pipeline links (dp * (stages - 1) + link) whose ranks already timed out once and moved to the host path. */
+  private readonly failedOver = new Set<number>();
 
   constructor(
     readonly jobId: string,
@@ -294,6 +307,17 @@ export class EmulatedJob {
     return up && down ? Math.max(1, Math.min(up.sendQueues, down.sendQueues)) : 0;
   }
 
+  /**
+   * Per pipeline link of replica `dp`: whether its ranks route it over the host path on their own
+   * this iteration (nicFailover, its GPU-direct path dead and not delegated by the schedule).
+   * Forgets the links whose NIC is back or that the schedule delegates, so a later failure times out again.
+   */
+  private failover(dp: number, failed: boolean[]): boolean[] {
+    const links = this.stages - 1;
+    for (let l = 0; l < links; l++) if (!failed[l]) this.failedOver.delete(dp * links + l);
+    return failed.map((f) => f && this.options.nicFailover === true);
+  }
+
   private runReplica(dp: number, iteration: number, startMs: number, plan: ReplicaPlan): { run: EngineRun; opMs: number[][] } {
     const S = this.stages;
     const opMs = Array.from({ length: S }, (_, i) => {
@@ -303,7 +327,17 @@ export class EmulatedJob {
     const base = toPipelineModel({ ...this.profile, fMs: opMs.map((o) => o[0]), bMs: opMs.map((o) => o[1]), wMs: opMs.map((o) => o[2]) });
     const delegateQueues = Int32Array.from({ length: S - 1 }, (_, l) => this.delegated(plan, dp, l));
     const failed = Array.from({ length: S - 1 }, (_, l) => this.delays.nicFailed(l, iteration) && delegateQueues[l] === 0);
-    const copyOverhead = Float64Array.from({ length: S }, (_, pp) => (plan.delegation.has(this.rankOf(dp, pp)) ? this.options.copyOverhead : 0));
+    const fallback = this.failover(dp, failed);
+    // A dead link that fails over: its first send this iteration is the one that times out (if the ranks did not know yet).
+    const timeoutPending = fallback.map((f, l) => f && !this.failedOver.has(dp * (S - 1) + l));
+    for (let l = 0; l < S - 1; l++) {
+      if (!fallback[l]) continue;
+      failed[l] = false;
+      delegateQueues[l] = 1;
+      this.failedOver.add(dp * (S - 1) + l);
+    }
+    const hostPath = (pp: number) => plan.delegation.has(this.rankOf(dp, pp)) || (pp > 0 && fallback[pp - 1]) || (pp < S - 1 && fallback[pp]);
+    const copyOverhead = Float64Array.from({ length: S }, (_, pp) => (hostPath(pp) ? this.options.copyOverhead : 0));
     const fabric = this.fabric;
     const fabricMs = Float64Array.from({ length: S - 1 }, (_, l) => (fabric ? fabric.pairExtraMs(this.rankOf(dp, l), this.rankOf(dp, l + 1), iteration) : 0));
     const model = {
@@ -312,7 +346,13 @@ export class EmulatedJob {
         gpuSlots: new Int32Array(S - 1).fill(this.options.gpuSlots),
         delegateQueues,
         copyOverhead,
-        extraDelayMs: (link: number, t: number) => (failed[link] ? this.options.nicTimeoutMs : this.delays.delayMs(link, startMs + t, iteration) + fabricMs[link]),
+        extraDelayMs: (link: number, t: number) => {
+          if (failed[link]) return this.options.nicTimeoutMs;
+          const ms = this.delays.delayMs(link, startMs + t, iteration) + fabricMs[link];
+          if (!timeoutPending[link]) return ms;
+          timeoutPending[link] = false;
+          return ms + this.options.nicTimeoutMs;
+        },
       },
     };
     return { run: simulateSchedule(model, plan.schedule), opMs };
@@ -327,7 +367,7 @@ export class EmulatedJob {
       const times: number[] = [];
       for (let k = 0; k < m.count; k++) if (m.link[k] === link && m.direction[k] === direction) times.push(m.arriveMs[k] - m.transferStartMs[k]);
       if (times.length === 0) continue;
-      const delegated = this.delegated(plan, dp, link) > 0;
+      const delegated = this.delegated(plan, dp, link) > 0 || this.failedOver.has(dp * (this.stages - 1) + link);
       // The GPU-direct path's state, whatever path the traffic took (docs/protocol.md, report links).
       const failed = this.delays.nicFailed(link, iteration);
       links.push({

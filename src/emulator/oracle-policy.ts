@@ -11,6 +11,8 @@ export interface OracleOptions {
   searchEvaluations?: number;
   /** Points at which the oracle reads each link's delay over the coming iteration. */
   samplesPerIteration?: number;
+  /** Planners it may use besides the initial plan (default both): without the search it shows what knowing the delays is worth to the daemon's default planner. */
+  planners?: ReadonlyArray<'adaptive' | 'search'>;
 }
 
 /**
@@ -27,6 +29,7 @@ export function runOraclePolicy(job: EmulatedJob, iterations: number, options: O
   const initial = initialPipelines(base);
   const samples = Math.max(1, options.samplesPerIteration ?? 8);
   const search: ControlConfig = { ...config, planner: 'search', searchBudgetMs: 60_000, searchEvaluations: options.searchEvaluations ?? 150 };
+  const planners = new Set(options.planners ?? ['adaptive', 'search']);
   const cache = new Map<string, { pipelines: PipelineGroupPlan[]; delegation: DelegationPlan[] }>();
   let lastMs = 0;
   const results: IterationResult[] = [];
@@ -52,8 +55,8 @@ export function runOraclePolicy(job: EmulatedJob, iterations: number, options: O
       for (const d of nic ? [delegation] : [[], delegation]) {
         candidates.push({ pipelines: initial, delegation: d });
         if (stragglers.length > 0) {
-          candidates.push({ pipelines: plannedPipelines(input, stragglers, now, initial, config, d), delegation: d });
-          candidates.push({ pipelines: plannedPipelines(input, stragglers, now, initial, search, d), delegation: d });
+          if (planners.has('adaptive')) candidates.push({ pipelines: plannedPipelines(input, stragglers, now, initial, { ...config, planner: 'adaptive' }, d), delegation: d });
+          if (planners.has('search')) candidates.push({ pipelines: plannedPipelines(input, stragglers, now, initial, search, d), delegation: d });
         }
       }
       let bestMs = Number.POSITIVE_INFINITY;

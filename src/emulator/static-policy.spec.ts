@@ -35,6 +35,15 @@ describe('the oracle controller', () => {
     expect(mean(runOraclePolicy(healthy(), 4, memory))).toBeCloseTo(mean(runStaticPolicy(healthy(), 'zb-static', 4, memory)), 9);
   });
 
+  it('is only as good as the planners it may use: with none it is delegation alone, with them faster (bench:oracle-gap)', () => {
+    const memory = { deviceActivations: [8, 8, 8, 8] };
+    const planless = mean(runOraclePolicy(slowJob(), 6, { ...memory, planners: [] }));
+    expect(planless).toBeCloseTo(mean(runStaticPolicy(slowJob(), 'delegation-only', 6, memory)), 9);
+    const adaptiveOnly = mean(runOraclePolicy(slowJob(), 6, { ...memory, planners: ['adaptive'] }));
+    expect(adaptiveOnly).toBeLessThan(planless);
+    expect(mean(runOraclePolicy(slowJob(), 6, memory))).toBeLessThanOrEqual(adaptiveOnly + 1e-9);
+  });
+
   it('is only as good as what it knows: an oracle that reads no delay does worse than delegation alone', () => {
     const memory = { deviceActivations: [8, 8, 8, 8] };
     const truth = constantDelay({ 2: 30 });

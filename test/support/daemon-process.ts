@@ -4,13 +4,19 @@
  * (PIPEMORPH_CONFIG); its output is kept for assertions (e.g. no password in the logs).
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
 import { freePort } from './redis-server';
 
-export const DAEMON_MAIN = join(__dirname, '../../dist/src/daemon/main.js');
+/** The repository root, from the sources (test/support) or from their build (dist/test/support, for benches). */
+function repositoryRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'package.json'))) return dir;
+  throw new Error(`no package.json above ${from}`);
+}
+
+export const DAEMON_MAIN = join(repositoryRoot(__dirname), 'dist/src/daemon/main.js');
 
 export class DaemonProcess {
   private child: ChildProcess | null = null;

@@ -12,6 +12,7 @@ import { IngestService } from '../../src/daemon/ingest/ingest.service';
 import { JobRegistry } from '../../src/daemon/jobs/job-registry.service';
 import { JobRuntime } from '../../src/daemon/jobs/job-runtime';
 import { MetricsService } from '../../src/daemon/metrics/metrics.service';
+import { PlanningPool } from '../../src/daemon/planning/planning-pool.service';
 import { SchedulePublisher } from '../../src/daemon/publish/schedule-publisher.service';
 import { InMemoryJobStore } from '../../src/daemon/store/in-memory-job-store.repository';
 import { Registration } from '../../src/protocol/protocol-v1.type';
@@ -24,6 +25,7 @@ export interface ServiceHarness {
   metrics: MetricsService;
   publisher: SchedulePublisher;
   control: ControlService;
+  planning: PlanningPool;
   registry: JobRegistry;
   ingest: IngestService;
   health: HealthController;
@@ -37,13 +39,15 @@ export function serviceHarness(options: { ownerId?: string; clock?: ManualClock;
   const store = options.store ?? new InMemoryJobStore(clock);
   const config = structuredClone(defaults) as PipemorphConfig;
   config.jobs.ownerId = options.ownerId ?? 'replica-a';
+  config.control.planningWorkers = 0; // decisions inline: no worker threads, no dist build needed
   options.config?.(config);
   const metrics = new MetricsService();
   const publisher = new SchedulePublisher(store, config, metrics);
-  const control = new ControlService(config, publisher, metrics, clock);
+  const planning = new PlanningPool(config, metrics);
+  const control = new ControlService(config, publisher, metrics, clock, planning);
   const registry = new JobRegistry(store, config, publisher, metrics, clock);
   const ingest = new IngestService(store, config, registry, control, publisher, metrics, clock);
-  return { clock, store, config, metrics, publisher, control, registry, ingest, health: new HealthController(store, ingest) };
+  return { clock, store, config, metrics, publisher, control, planning, registry, ingest, health: new HealthController(store, ingest) };
 }
 
 /** `stages` x `dp` ranks, one per node, every op `opMs`; device memory for 2 x stages activations. */
@@ -68,6 +72,8 @@ export async function ingestPass(h: ServiceHarness): Promise<void> {
   const { consumerGroup, batchSize } = h.config.ingest;
   const { batches } = await h.store.readNew([REGISTRATIONS_STREAM, ...h.registry.reportStreams()], consumerGroup, h.registry.replicaId, batchSize, 0);
   for (const batch of batches) await h.ingest.processStream(batch.stream, batch.entries);
+  await h.control.settled(); // the decisions the pass triggered
+  await h.ingest.acknowledged();
 }
 
 /** Registers the job and runs ingest until this replica owns it with its initial schedule committed. */

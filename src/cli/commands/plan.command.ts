@@ -1,4 +1,5 @@
 import { InputError } from '../../core/input-error';
+import { LookAhead } from '../../core/engine/engine';
 import { simulateSchedule } from '../../core/engine/simulator';
 import { summarizeRun } from '../../core/engine/simulation-report';
 import { formatSchedule } from '../../core/pipeline/schedule';
@@ -6,12 +7,12 @@ import { linkTolerance } from '../../core/planner/link-tolerance';
 import { iterationLowerBoundMs } from '../../core/planner/lower-bound';
 import { Plan, planPipeline } from '../../core/planner/plan';
 import { PipelineModel } from '../../core/pipeline/pipeline-model.type';
-import { loadMilpSolver } from '../load-milp-solver';
+import { loadMilpSolver } from '../../daemon/planning/load-milp-solver.util';
 import { PLAN_POLICIES, PlanPolicy } from '../../core/planner/plan-policy.type';
 import { expectOnly, integerListOption, numberOption, requiredOption, stringOption } from '../cli-args';
 import { loadProfile } from '../load-profile';
 
-export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'time-limit-ms', 'details'];
+export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'time-limit-ms', 'memory', 'details'];
 
 /**
  * `plan`: chooses warm-up counts by policy, generates the schedule and reports its simulated time
@@ -34,11 +35,16 @@ export function planCommand(options: Map<string, string | true>): unknown {
 
   const timeLimitMs = numberOption(options, 'time-limit-ms', { min: 1 });
   if (timeLimitMs !== undefined && policyName !== 'optimal') throw new InputError('--time-limit-ms is the MILP solver\'s limit; it needs --policy optimal');
+  const memory = stringOption(options, 'memory') ?? 'host';
+  if (memory !== 'host' && memory !== 'device') throw new InputError(`--memory must be host or device, got "${memory}"`);
+  if (memory === 'device' && !['adaptive', 'search', 'optimal'].includes(policyName)) {
+    throw new InputError(`--memory device plans adaptive, search or optimal within device memory (initial always does); not --policy ${policyName}`);
+  }
   const search = { timeBudgetMs, maxEvaluations, seed };
   if (policyName === 'optimal') {
-    return loadMilpSolver().then((solver) => planOutput(model, options, planPipeline(model, { policy: 'optimal', search, optimal: { solver, timeLimitMs } })));
+    return loadMilpSolver().then((solver) => planOutput(model, options, planPipeline(model, { policy: 'optimal', memory, search, optimal: { solver, timeLimitMs } })));
   }
-  return planOutput(model, options, planPipeline(model, { policy: policyName as PlanPolicy, warmup, search }));
+  return planOutput(model, options, planPipeline(model, { policy: policyName as PlanPolicy, memory, warmup, search }));
 }
 
 function planOutput(model: PipelineModel, options: Map<string, string | true>, plan: Plan): unknown {
@@ -56,10 +62,19 @@ function planOutput(model: PipelineModel, options: Map<string, string | true>, p
     output.lowerBoundMs = iterationLowerBoundMs(model);
     output.links = linkTolerance(model, plan.warmup);
     output.wPlacement = plan.wPlacement.map((p) => ['lazy', 'eager', 'fused'][p]);
+    if (plan.inflightCap) output.inflightCap = plan.inflightCap;
+    if (plan.lookAhead) output.lookAhead = plan.lookAhead.map(lookAheadNames);
     output.peakInflight = report.peakInflight;
     if (report.peakMemory) output.peakMemory = report.peakMemory;
     if (plan.search) output.search = plan.search;
     if (plan.optimal) output.optimal = plan.optimal;
   }
   return output;
+}
+
+/** The look-ahead flags of a stage by name: ["W"] refuses a W that would delay a known B, and so on. */
+function lookAheadNames(flags: number): string[] {
+  return Object.entries(LookAhead)
+    .filter(([name, bit]) => name !== 'None' && name !== 'All' && flags & bit)
+    .map(([name]) => name);
 }

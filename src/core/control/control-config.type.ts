@@ -4,12 +4,25 @@ import defaults from '../../../config/default.json';
 export interface ControlConfig {
   /** Re-schedule only when the simulator predicts at least this relative gain (0.03 = 3%). */
   minGain: number;
-  /** Planner for stragglers: Alg. 2 (fast, the default) or the simulator-guided search. */
-  planner: 'adaptive' | 'search';
-  /** Time budget of the search planner, ms. */
+  /**
+   * Planner for stragglers: Alg. 2 (fast, the default), the simulator-guided search, or the exact
+   * MILP for jobs of at most `optimalMaxCells` stages x microbatches (the search for larger ones).
+   */
+  planner: 'adaptive' | 'search' | 'optimal';
+  /** Wall-clock safety cap of the search planner, ms (the budget is `searchEvaluations`). */
   searchBudgetMs: number;
   /** Cap on schedules the search evaluates: with it the same input gives the same plan on every machine, the time budget only a safety cap. */
   searchEvaluations?: number;
+  /**
+   * Whether re-planned schedules may hold more activations than fit on the device, offloaded to
+   * host memory (default true). False for jobs without host memory to offload to: plans stay within
+   * the device caps (the registration's device memory), where the search still beats Alg. 1.
+   */
+  hostMemory?: boolean;
+  /** Largest stages x microbatches the `optimal` planner solves exactly (default 0: never). */
+  optimalMaxCells?: number;
+  /** Time limit of one MILP solve, ms; past it the best schedule found (never worse than the search's) is used. */
+  optimalTimeLimitMs?: number;
   /** Upper bound on CPU delegate queues per direction and rank. */
   maxDelegateQueues: number;
   /** How ranks send, for predictions and plans (absent: DEFAULT_TRANSPORT_CONFIG). */
@@ -56,5 +69,6 @@ export const DEFAULT_CONTROL_CONFIG: ControlConfig = {
   minGain: defaults.control.minGain,
   planner: defaults.control.planner as ControlConfig['planner'],
   searchBudgetMs: defaults.control.searchBudgetMs,
+  searchEvaluations: defaults.control.searchEvaluations,
   maxDelegateQueues: defaults.control.maxDelegateQueues,
 };

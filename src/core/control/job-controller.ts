@@ -1,9 +1,11 @@
 import { generateSchedule } from '../engine/generator';
+import { InputError } from '../input-error';
 import { simulateSchedule } from '../engine/simulator';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { Schedule } from '../pipeline/schedule.type';
 import { initialWarmup } from '../planner/initial-planner';
-import { planPipeline } from '../planner/plan';
+import { MilpSolver } from '../planner/optimal-planner';
+import { planPipeline, PlanRequest } from '../planner/plan';
 import { ControlConfig, DEFAULT_TRANSPORT_CONFIG, TransportConfig } from './control-config.type';
 import { ControlDecision, ControlOutcome, DecisionKind } from './control-decision.type';
 import { decideRemap } from './remap-decision';
@@ -139,6 +141,26 @@ export function initialPipelines(input: JobControlInput): PipelineGroupPlan[] {
   return [{ dpReplicas: all, warmup, schedule }];
 }
 
+/** Whether decisions under `config` can use the exact planner, so its caller should load the MILP solver. */
+export function usesMilpSolver(config: ControlConfig): boolean {
+  return config.planner === 'optimal' && (config.optimalMaxCells ?? 0) > 0;
+}
+
+/**
+ * The planner request for one replica group: `optimal` only for jobs small enough to solve within
+ * the control budget (stages x microbatches <= optimalMaxCells) and when the solver is loaded; the
+ * search otherwise, which the MILP is warm-started from anyway.
+ */
+export function planRequestFor(model: PipelineModel, input: JobControlInput, config: ControlConfig, solver?: MilpSolver): PlanRequest {
+  const search = { timeBudgetMs: config.searchBudgetMs, ...(config.searchEvaluations ? { maxEvaluations: config.searchEvaluations } : {}) };
+  // Without host memory to offload to, activations stay on the device: the device caps bound every plan.
+  const base = { hostInflightCaps: config.hostMemory === false ? input.deviceCaps : input.hostCaps, search };
+  if (config.planner !== 'optimal') return { ...base, policy: config.planner };
+  const small = model.stages * model.microbatches <= (config.optimalMaxCells ?? 0);
+  if (!small || !solver) return { ...base, policy: 'search' };
+  return { ...base, policy: 'optimal', optimal: { solver, timeLimitMs: config.optimalTimeLimitMs } };
+}
+
 /** Replicas with the same straggling links share one plan, made for the worst delays among them; the others keep the initial plan. */
 export function plannedPipelines(
   input: JobControlInput,
@@ -147,6 +169,7 @@ export function plannedPipelines(
   initial: PipelineGroupPlan[],
   config: ControlConfig,
   delegation?: readonly DelegationPlan[],
+  solver?: MilpSolver,
 ): PipelineGroupPlan[] {
   const groups = new Map<string, number[]>();
   for (let dp = 0; dp < input.dpSize; dp++) {
@@ -162,7 +185,7 @@ export function plannedPipelines(
     // Replicas of a group straggle on the same links, so one replica's transport stands for all.
     const transport = delegation ? linkTransportOf(input, replicas[0], delegation, config.transport ?? DEFAULT_TRANSPORT_CONFIG) : undefined;
     const model = modelOf(input, maxDelays(now, replicas), transport);
-    const plan = planPipeline(model, { policy: config.planner, hostInflightCaps: input.hostCaps, search: { timeBudgetMs: config.searchBudgetMs, ...(config.searchEvaluations ? { maxEvaluations: config.searchEvaluations } : {}) } });
+    const plan = planPipeline(model, planRequestFor(model, input, config, solver));
     planned.push({ dpReplicas: replicas, warmup: plan.warmup, schedule: plan.run.order });
   }
   return planned;
@@ -180,7 +203,12 @@ export function plannedPipelines(
  * Without stragglers: back to the initial plan, delegation off.
  * `decision` is null when what runs now is already right; the predictions are always given.
  */
-export function decideControl(input: JobControlInput, config: ControlConfig): ControlOutcome {
+export function decideControl(input: JobControlInput, config: ControlConfig, solver?: MilpSolver): ControlOutcome {
+  const S = input.stages;
+  // A model with missing stage times would make the generator wait for ops that never come.
+  if (![input.fMs, input.bMs, input.wMs, input.deviceCaps, input.hostCaps].every((a) => a.length === S)) {
+    throw new InputError(`control input: ${S} stages need ${S} stage times and memory caps each`);
+  }
   const transport = config.transport ?? DEFAULT_TRANSPORT_CONFIG;
   const { now } = replicaDelays(input);
   const initial = initialPipelines(input);
@@ -229,14 +257,14 @@ export function decideControl(input: JobControlInput, config: ControlConfig): Co
     return have ? { rank: d.rank, sendQueues: Math.max(d.sendQueues, have.sendQueues), recvQueues: Math.max(d.recvQueues, have.recvQueues) } : d;
   });
   const keptMs = predict(current.pipelines, delegation);
-  const planned = plannedPipelines(input, stragglers, now, initial, config, delegation);
+  const planned = plannedPipelines(input, stragglers, now, initial, config, delegation, solver);
   const plannedMs = predict(planned, delegation);
   const worthIt = plannedMs < keptMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
   const delegatedMs = worthIt ? plannedMs : keptMs;
 
   // A NIC failure leaves only the delegated path, and delegates already running stay while stragglers last.
   if (kind === 'straggler' && current.delegation.length === 0) {
-    const direct = plannedPipelines(input, stragglers, now, initial, config, []);
+    const direct = plannedPipelines(input, stragglers, now, initial, config, [], solver);
     const directMs = predict(direct, []);
     if (directMs < delegatedMs * (1 - config.minGain)) {
       const replan = !sameWarmups(current.pipelines, direct, input.dpSize) && directMs < predictedPreviousMs * (1 - config.minGain);

@@ -158,7 +158,7 @@ export class DataParallelLinkTracker {
 
   private isBad(link: DataParallelLink, median: number): boolean {
     const ref = this.reference(link);
-    return median > this.config.dpSlowRatio * ref && median - ref > this.config.minExtraMs;
+    return median > this.config.dpSlowRatio * ref && median - ref > Math.max(this.config.minExtraMs, this.config.dpMinExtraMs);
   }
 
   private find(from: number, to: number): DataParallelLink {

@@ -10,12 +10,21 @@ export interface DetectorConfig {
   enterAfter: number;
   /** M consecutive healthy samples to recover. */
   leaveAfter: number;
+  /** Extra delay of a pipeline link's per-iteration median at which one sample is unmistakable, ms. */
+  severeExtraMs: number;
+  /** Consecutive severe samples that make a straggler without waiting for enterAfter (severeExtraMs). */
+  severeEnterAfter: number;
   /** Noise floor: extra delay below this is never bad, ms. */
   minExtraMs: number;
   /** Extra delay at which a pipeline link needs CPU delegation, ms. */
   delegationThresholdMs: number;
   /** A data-parallel link is bad when its median exceeds this ratio times the median of its peers. */
   dpSlowRatio: number;
+  /**
+   * ... and exceeds it by at least this much, ms: a re-map costs seconds of migration, and on fast
+   * in-rack rings a millisecond or two of CPU jitter is already more than dpSlowRatio.
+   */
+  dpMinExtraMs: number;
   /** A rank is bad when its f+b+w median exceeds this ratio times its reference. */
   computeSlowRatio: number;
 }
@@ -26,9 +35,12 @@ export const DEFAULT_DETECTOR_CONFIG: DetectorConfig = {
   baselineWarmup: 8,
   enterAfter: 3,
   leaveAfter: 5,
+  severeExtraMs: 20,
+  severeEnterAfter: 1,
   minExtraMs: 1,
   delegationThresholdMs: 5,
   dpSlowRatio: 1.2,
+  dpMinExtraMs: 5,
   computeSlowRatio: 1.15,
 };
 
@@ -44,10 +56,14 @@ export function validateDetectorConfig(c: DetectorConfig): string[] {
   if (!isInteger(c.baselineWarmup, 1, 1024)) problems.push('baselineWarmup must be an integer from 1 to 1024');
   if (!isInteger(c.enterAfter, 1, 1000)) problems.push('enterAfter must be an integer from 1 to 1000');
   if (!isInteger(c.leaveAfter, 1, 1000)) problems.push('leaveAfter must be an integer from 1 to 1000');
+  // Infinity is allowed: "no sample is severe, always wait for enterAfter".
+  if (!(typeof c.severeExtraMs === 'number' && c.severeExtraMs > 0)) problems.push('severeExtraMs must be a number > 0');
+  if (!isInteger(c.severeEnterAfter, 1, 1000)) problems.push('severeEnterAfter must be an integer from 1 to 1000');
   if (!(typeof c.minExtraMs === 'number' && Number.isFinite(c.minExtraMs) && c.minExtraMs >= 0)) problems.push('minExtraMs must be a finite number >= 0');
   // Infinity is allowed: "never ask for delegation, judge by Eq. 1 tolerance only".
   if (!(typeof c.delegationThresholdMs === 'number' && c.delegationThresholdMs >= 0)) problems.push('delegationThresholdMs must be a number >= 0');
   if (!(typeof c.dpSlowRatio === 'number' && Number.isFinite(c.dpSlowRatio) && c.dpSlowRatio > 1)) problems.push('dpSlowRatio must be a finite number > 1');
+  if (!(typeof c.dpMinExtraMs === 'number' && Number.isFinite(c.dpMinExtraMs) && c.dpMinExtraMs >= 0)) problems.push('dpMinExtraMs must be a finite number >= 0');
   if (!(typeof c.computeSlowRatio === 'number' && Number.isFinite(c.computeSlowRatio) && c.computeSlowRatio > 1)) problems.push('computeSlowRatio must be a finite number > 1');
   return problems;
 }

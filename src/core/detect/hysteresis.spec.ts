@@ -61,4 +61,37 @@ describe('Hysteresis', () => {
     expect(() => new Hysteresis(0, 1)).toThrow(RangeError);
     expect(() => new Hysteresis(1, 1.5)).toThrow(RangeError);
   });
+
+  it('enters after J severe observations in a row as well as after K bad ones; leaving ignores severity', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.constantFrom('good', 'bad', 'severe'), { maxLength: 200 }),
+        (K, M, J, observations) => {
+          const h = new Hysteresis(K, M, J);
+          let sinceFlip: string[] = [];
+          for (const o of observations) {
+            const wasActive = h.active;
+            sinceFlip.push(o);
+            const flipped = h.update(o !== 'good', o === 'severe');
+            const bad = sinceFlip.map((x) => x !== 'good');
+            const expected = wasActive ? trailing(bad, false) >= M : trailing(bad, true) >= K || trailing(sinceFlip.map((x) => x === 'severe'), true) >= J;
+            expect(flipped).toBe(expected);
+            if (flipped) sinceFlip = [];
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('without the severe rule (J = K) one severe observation is not enough: the rule is what makes it enter', () => {
+    const off = new Hysteresis(3, 5);
+    const on = new Hysteresis(3, 5, 1);
+    expect(off.update(true, true)).toBe(false);
+    expect(on.update(true, true)).toBe(true);
+    expect(() => new Hysteresis(3, 5, 0)).toThrow(RangeError);
+  });
 });

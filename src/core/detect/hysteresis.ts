@@ -2,33 +2,43 @@
  * Two-state debouncer: becomes active after `enterAfter` consecutive bad observations and
  * healthy again after `leaveAfter` consecutive good ones. One streak counter suffices: it
  * counts observations that disagree with the current state and resets on one that agrees.
+ * Severe observations (bad ones the caller deems unmistakable) also enter after
+ * `enterAfterSevere` of them in a row: waiting costs most exactly when the evidence is clearest.
  */
 export class Hysteresis {
   private readonly enter: number;
   private readonly leave: number;
+  private readonly enterSevere: number;
   private on = false;
   private streak = 0;
+  /** Trailing severe observations while inactive. */
+  private severeStreak = 0;
 
-  constructor(enterAfter: number, leaveAfter: number) {
+  constructor(enterAfter: number, leaveAfter: number, enterAfterSevere = enterAfter) {
     if (!Number.isInteger(enterAfter) || enterAfter < 1) throw new RangeError(`enterAfter must be a positive integer, got ${enterAfter}`);
     if (!Number.isInteger(leaveAfter) || leaveAfter < 1) throw new RangeError(`leaveAfter must be a positive integer, got ${leaveAfter}`);
+    if (!Number.isInteger(enterAfterSevere) || enterAfterSevere < 1) throw new RangeError(`enterAfterSevere must be a positive integer, got ${enterAfterSevere}`);
     this.enter = enterAfter;
     this.leave = leaveAfter;
+    this.enterSevere = enterAfterSevere;
   }
 
   get active(): boolean {
     return this.on;
   }
 
-  /** Records one observation; true when the state flipped. */
-  update(bad: boolean): boolean {
+  /** Records one observation (`severe` counts only when `bad`); true when the state flipped. */
+  update(bad: boolean, severe = false): boolean {
+    this.severeStreak = !this.on && bad && severe ? this.severeStreak + 1 : 0;
     if (bad === this.on) {
       this.streak = 0;
       return false;
     }
-    if (++this.streak < (this.on ? this.leave : this.enter)) return false;
+    ++this.streak;
+    if (this.on ? this.streak < this.leave : this.streak < this.enter && this.severeStreak < this.enterSevere) return false;
     this.on = bad;
     this.streak = 0;
+    this.severeStreak = 0;
     return true;
   }
 
@@ -37,6 +47,7 @@ export class Hysteresis {
     const flipped = this.on !== active;
     this.on = active;
     this.streak = 0;
+    this.severeStreak = 0;
     return flipped;
   }
 }

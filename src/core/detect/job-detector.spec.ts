@@ -62,9 +62,10 @@ class Ranks {
   }
 }
 
+/** Most cases here test the K-sample rule, so no sample is severe unless a case says so (see 'severe samples'). */
 function job(S: number, dp: number, config: Partial<DetectorConfig> = {}, nominal?: { latencyMs?: number; gbps?: number }): Ranks {
   const ranks = Array.from({ length: S * dp }, (_, rank) => ({ rank, dp: Math.floor(rank / S), pp: rank % S }));
-  return new Ranks(new JobDetector({ stages: S, dpSize: dp, ranks }, { ...DEFAULT_DETECTOR_CONFIG, ...config }, nominal), S, dp);
+  return new Ranks(new JobDetector({ stages: S, dpSize: dp, ranks }, { ...DEFAULT_DETECTOR_CONFIG, severeExtraMs: Infinity, ...config }, nominal), S, dp);
 }
 
 function pipelineLink(s: DetectionSnapshot, dp: number, link: number): PipelineLinkState {
@@ -85,6 +86,58 @@ function stragglers(s: DetectionSnapshot): string[] {
 function delayLink(r: Ranks, ms: number, where = { d: 1, link: 2 }): void {
   r.pipelineMs = (d, link) => 10 + (d === where.d && link === where.link ? ms : 0);
 }
+
+describe('JobDetector: severe samples', () => {
+  const severe = (config: Partial<DetectorConfig> = {}) => job(4, 2, { severeExtraMs: DEFAULT_DETECTOR_CONFIG.severeExtraMs, ...config });
+
+  it('a step at or above severeExtraMs is a straggler after severeEnterAfter samples, sized by those samples alone', () => {
+    const r = severe();
+    r.run(10);
+    delayLink(r, 30);
+    const results = r.iterate();
+    expect(results.some((x) => x.changed)).toBe(true);
+    const l = pipelineLink(r.detector.snapshot(), 1, 2);
+    expect(stragglers(r.detector.snapshot())).toEqual(['p1:2:delegation']);
+    // The newest K = 3 samples hold two healthy ones: their median would say 0 ms.
+    expect(l.extraMs).toBeCloseTo(30, 9);
+    r.iterate();
+    expect(pipelineLink(r.detector.snapshot(), 1, 2).extraMs).toBeCloseTo(30, 9);
+  });
+
+  it('with severeEnterAfter = enterAfter (the rule off) the same step waits K samples: the check above fails', () => {
+    const r = severe({ severeEnterAfter: DEFAULT_DETECTOR_CONFIG.enterAfter });
+    r.run(10);
+    delayLink(r, 30);
+    r.iterate();
+    expect(stragglers(r.detector.snapshot())).toEqual([]);
+    r.run(DEFAULT_DETECTOR_CONFIG.enterAfter - 1);
+    expect(stragglers(r.detector.snapshot())).toEqual(['p1:2:delegation']);
+  });
+
+  it('a bad but not severe step still waits enterAfter samples', () => {
+    const r = severe();
+    r.run(10);
+    delayLink(r, DEFAULT_DETECTOR_CONFIG.severeExtraMs - 5);
+    r.run(DEFAULT_DETECTOR_CONFIG.enterAfter - 1);
+    expect(stragglers(r.detector.snapshot())).toEqual([]);
+    r.iterate();
+    expect(stragglers(r.detector.snapshot())).toEqual(['p1:2:delegation']);
+  });
+
+  it('severeEnterAfter = 2 needs two severe samples in a row: severe then mild is not a straggler yet, two severe are', () => {
+    const run = (steps: number[]) => {
+      const r = severe({ severeEnterAfter: 2 });
+      r.run(10);
+      for (const ms of steps) {
+        delayLink(r, ms);
+        r.iterate();
+      }
+      return stragglers(r.detector.snapshot());
+    };
+    expect(run([30, 8])).toEqual([]);
+    expect(run([30, 30])).toEqual(['p1:2:delegation']);
+  });
+});
 
 describe('JobDetector: pipeline links', () => {
   it.each([1, 2, 3, 5])('finds a 30 ms delay on link 2 of replica 1 (S=4, dp=2) after exactly K = %i bad samples, needing delegation', (K) => {
@@ -395,15 +448,20 @@ describe('JobDetector: data-parallel links', () => {
     expect(stragglers(r.detector.snapshot())).toEqual([]);
   });
 
-  it('needs the extra over the peers to pass the noise floor, whatever the ratio', () => {
-    for (const [slowMs, expected] of [
-      [3, false], // 1.5x, but only 1 ms more
-      [3.5, true],
-    ] as const) {
-      const r = job(2, 4);
+  it('needs the extra over the peers to pass the data-parallel floor (dpMinExtraMs), whatever the ratio', () => {
+    const cases: Array<[number, Partial<DetectorConfig>, boolean]> = [
+      [3, {}, false], // 1.5x, but only 1 ms more
+      [3.5, {}, false], // 1.75x: CPU jitter on a fast in-rack ring, not worth a re-map
+      [6.5, {}, false],
+      [7.5, {}, true], // 5.5 ms more
+      [3.5, { dpMinExtraMs: 0 }, true], // can fail: without the floor, jitter is a straggler
+      [3, { dpMinExtraMs: 0 }, false], // ... and the general noise floor (minExtraMs) still holds
+    ];
+    for (const [slowMs, config, expected] of cases) {
+      const r = job(2, 4, config);
       r.dpMs = (from, to) => (from === r.rank(0, 0) && to === r.rank(1, 0) ? slowMs : 2);
       r.run(30);
-      expect(r.detector.activeStragglerCount() === 1).toBe(expected);
+      expect([slowMs, config, r.detector.activeStragglerCount() === 1]).toEqual([slowMs, config, expected]);
     }
   });
 

@@ -20,10 +20,20 @@ class Direction {
   /** Set by a 'nic-failure' sample, cleared only when the direction recovers. */
   nicFailure = false;
   lastError: LinkError = null;
+  /** Trailing severe samples (extra >= severeExtraMs). */
+  severeRun = 0;
 
   constructor(config: DetectorConfig, nominalMs: number | undefined) {
     this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
-    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter);
+    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, config.severeEnterAfter);
+  }
+
+  /**
+   * Samples whose median sizes the straggler: the newest K (enterAfter), or only the severe run
+   * when a shorter one made it a straggler, so the healthy samples before a step do not hide it.
+   */
+  recentCount(enterAfter: number): number {
+    return this.hysteresis.active && this.severeRun > 0 && this.severeRun < enterAfter ? this.severeRun : enterAfter;
   }
 }
 
@@ -97,7 +107,11 @@ export class PipelineLinkTracker {
       flipped = d.hysteresis.force(true);
     } else {
       if (sample.medianMs >= 0 && sample.medianMs < Infinity) d.estimator.add(sample.medianMs);
-      flipped = d.hysteresis.update(sample.error === 'timeout' || this.isBad(d.estimator.lastExtraMs(), li));
+      const extra = d.estimator.lastExtraMs();
+      const bad = sample.error === 'timeout' || this.isBad(extra, li);
+      const severe = bad && extra >= this.config.severeExtraMs;
+      d.severeRun = severe ? d.severeRun + 1 : 0;
+      flipped = d.hysteresis.update(bad, severe);
       if (d.nicFailure && !d.hysteresis.active) {
         d.nicFailure = false;
         changed = true;
@@ -123,8 +137,8 @@ export class PipelineLinkTracker {
       const dp = Math.floor(li / this.links);
       const link = li - dp * this.links;
       // The median of the newest K samples: the same K that make a straggler, so its size is right the moment it is detected.
-      const forwardExtraMs = f ? f.estimator.recentExtraMs(recent) : 0;
-      const backwardExtraMs = b ? b.estimator.recentExtraMs(recent) : 0;
+      const forwardExtraMs = f ? f.estimator.recentExtraMs(f.recentCount(recent)) : 0;
+      const backwardExtraMs = b ? b.estimator.recentExtraMs(b.recentCount(recent)) : 0;
       const extraMs = Math.max(forwardExtraMs, backwardExtraMs);
       const straggler = this.activeDirections[li] > 0;
       const nic = (f?.nicFailure ?? false) || (b?.nicFailure ?? false);

@@ -16,12 +16,34 @@ export const WPlacement = {
 } as const;
 export type WPlacement = (typeof WPlacement)[keyof typeof WPlacement];
 
+/**
+ * Look-ahead of a stage once its warm-up is over, as bits: the gradients on their way to a stage
+ * are known (sent, arriving at a known time), so a stage can refuse an op that would still be
+ * running when its next B becomes ready, and wait for that B instead.
+ */
+export const LookAhead = {
+  None: 0,
+  /** Start a W only if it ends before the next B can start. */
+  W: 1,
+  /** Start a post-warm-up F only if it ends before the next B can start (deliberate idling). */
+  F: 2,
+  /** Start a W only if it also ends before the next activation arrives while an F may run (a stage waiting on its upstream). */
+  WBeforeF: 4,
+  /** Hold every W until the stage has started its last B: the backward chain through this stage never waits behind a W. */
+  WAfterLastB: 8,
+  All: 15,
+} as const;
+/** A bitwise OR of LookAhead flags. */
+export type LookAhead = number;
+
 export interface GreedyPolicy {
   /** Warm-up forward count x_i per stage. */
   readonly warmup: ArrayLike<number>;
   /** Most microbatches in flight (F started, B not) per stage. */
   readonly inflightCap: ArrayLike<number>;
   readonly wPlacement: ArrayLike<WPlacement>;
+  /** Per stage (absent: none). */
+  readonly lookAhead?: ArrayLike<LookAhead>;
 }
 
 /** Limit on stages * microbatches: bounds the engine's memory (about 100 bytes per op). */
@@ -57,6 +79,7 @@ class Engine {
   private readonly mem: Float64Array;
   private readonly peakMem: Float64Array;
   private readonly inflight: Int32Array;
+  private readonly bStarted: Int32Array;
   private readonly peakInflight: Int32Array;
   private readonly linkFree: Float64Array;
   private readonly servers: Array<Float64Array | undefined> = [];
@@ -77,6 +100,12 @@ class Engine {
   private readonly heap: Int32Array | null;
   private readonly heapSize: Int32Array | null;
   private readonly warmLeft: Int32Array | null;
+  // Look-ahead state (only when some stage looks ahead): messages sent but not arrived, per
+  // direction (0 activations, 1 gradients) and receiving stage, indexed (direction * S + stage).
+  private readonly lookAhead: ArrayLike<LookAhead> | null;
+  private readonly pendingArrive: Float64Array | null;
+  private readonly pending: Int32Array | null;
+  private readonly pendingCount: Int32Array | null;
 
   constructor(private readonly model: PipelineModel, mode: { replay: Schedule } | { policy: GreedyPolicy }) {
     const S = (this.S = model.stages);
@@ -103,6 +132,7 @@ class Engine {
     this.mem = new Float64Array(S);
     this.peakMem = new Float64Array(S);
     this.inflight = new Int32Array(S);
+    this.bStarted = new Int32Array(S);
     this.peakInflight = new Int32Array(S);
     this.linkFree = new Float64Array(2 * Math.max(0, S - 1));
     this.stalledUntil = new Float64Array(S);
@@ -122,12 +152,22 @@ class Engine {
       this.replay = mode.replay;
       this.readyFlag = new Uint8Array(S * M);
       this.policy = this.heap = this.heapSize = this.warmLeft = null;
+      this.lookAhead = this.pendingArrive = this.pending = this.pendingCount = null;
     } else {
       this.replay = this.readyFlag = null;
       this.policy = mode.policy;
       this.heap = new Int32Array(S * 3 * N);
       this.heapSize = new Int32Array(S * 3);
       this.warmLeft = Int32Array.from(mode.policy.warmup);
+      const lookAhead = mode.policy.lookAhead;
+      if (lookAhead && Array.from({ length: S }, (_, s) => lookAhead[s]).some((l) => l !== LookAhead.None)) {
+        this.lookAhead = lookAhead;
+        this.pendingArrive = new Float64Array(2 * S * N);
+        this.pending = new Int32Array(2 * S * N);
+        this.pendingCount = new Int32Array(2 * S);
+      } else {
+        this.lookAhead = this.pendingArrive = this.pending = this.pendingCount = null;
+      }
     }
   }
 
@@ -152,6 +192,7 @@ class Engine {
     const s = Math.floor(index / this.M);
     const code = index - s * this.M;
     if (type === EV_ARRIVE) {
+      if (this.pending) this.arrived(code % 3 === OP_B ? this.S + s : s, Math.floor(code / 3));
       this.satisfy(s, code);
       return;
     }
@@ -224,8 +265,46 @@ class Engine {
     this.msg.arriveMs[k] = arrive;
     const target = direction === 0 ? link + 1 : link;
     const code = encodeOp(direction === 0 ? OP_F : OP_B, microbatch);
+    if (this.pending) {
+      const q = direction * this.S + target;
+      this.pendingArrive![q * this.N + microbatch] = arrive;
+      this.pending[q * this.N + this.pendingCount![q]++] = microbatch;
+    }
     this.events.push(arrive, ((target * this.M + code) << 2) | EV_ARRIVE);
     return resume;
+  }
+
+  private arrived(q: number, microbatch: number): void {
+    const pending = this.pending!;
+    const base = q * this.N;
+    const last = --this.pendingCount![q];
+    for (let k = 0; k <= last; k++) {
+      if (pending[base + k] === microbatch) {
+        pending[base + k] = pending[base + last];
+        return;
+      }
+    }
+  }
+
+  /**
+   * The earliest arrival of a message on its way to stage s in one direction, Infinity when none
+   * is. For gradients this is when the next B can start (the stage's own F ran before the
+   * gradient could be sent); for activations, when the next F can.
+   */
+  private nextArrival(direction: number, s: number): number {
+    const q = direction * this.S + s;
+    const base = q * this.N;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (let k = 0; k < this.pendingCount![q]; k++) {
+      const t = this.pendingArrive![base + this.pending![base + k]];
+      if (t < earliest) earliest = t;
+    }
+    return earliest;
+  }
+
+  private opMs(s: number, kind: number): number {
+    const overhead = this.model.transport ? this.model.transport.copyOverhead[s] : 0;
+    return this.model.durations[s * 3 + kind] * (1 + overhead);
   }
 
   /** Busy-until times of the sender resources of one link direction, allocated on first use. */
@@ -274,8 +353,7 @@ class Engine {
     const kind = code % 3;
     const index = s * this.M + code;
     const t = this.now;
-    const overhead = this.model.transport ? this.model.transport.copyOverhead[s] : 0;
-    const done = t + this.model.durations[s * 3 + kind] * (1 + overhead);
+    const done = t + this.opMs(s, kind);
     this.start[index] = t;
     this.end[index] = done;
     this.busy[s] = 1;
@@ -284,6 +362,7 @@ class Engine {
       if (++this.inflight[s] > this.peakInflight[s]) this.peakInflight[s] = this.inflight[s];
     } else if (kind === OP_B) {
       this.inflight[s]--;
+      this.bStarted[s]++;
     }
     if (this.model.memDelta) {
       this.mem[s] += this.model.memDelta[s * 3 + kind];
@@ -322,9 +401,24 @@ class Engine {
       return encodeOp(OP_F, this.heapPop(s * 3 + OP_F));
     }
     if (sizes[s * 3 + OP_B] > 0 && this.memoryAllows(s, OP_B)) return encodeOp(OP_B, this.heapPop(s * 3 + OP_B));
-    const wReady = sizes[s * 3 + OP_W] > 0 && this.memoryAllows(s, OP_W);
+    let wReady = sizes[s * 3 + OP_W] > 0 && this.memoryAllows(s, OP_W);
+    let fReady = this.canStartF(s);
+    // Not under a memory limit: a stage that idled could then be stopped by memory and run an op
+    // that was ready all along, which a replay of the order would start earlier (and holding Ws
+    // could deadlock).
+    const look = this.lookAhead && !(this.model.memLimit && this.model.memLimit[s] < Number.POSITIVE_INFINITY) ? this.lookAhead[s] : LookAhead.None;
+    if (look & LookAhead.WAfterLastB && this.bStarted[s] < this.N) wReady = false;
+    if (look !== LookAhead.None && (wReady || fReady)) {
+      // Idling is safe: the gradient's arrival is a pending event that wakes this stage again.
+      const nextB = this.nextArrival(1, s);
+      if (look & LookAhead.W && wReady) wReady = this.now + this.opMs(s, OP_W) <= nextB;
+      if (look & LookAhead.F && fReady) fReady = this.now + this.opMs(s, OP_F) <= nextB;
+      if (look & LookAhead.WBeforeF && wReady && !fReady && this.inflight[s] < this.policy!.inflightCap[s]) {
+        wReady = this.now + this.opMs(s, OP_W) <= this.nextArrival(0, s);
+      }
+    }
     if (placement === WPlacement.Eager && wReady) return encodeOp(OP_W, this.heapPop(s * 3 + OP_W));
-    if (this.canStartF(s)) return encodeOp(OP_F, this.heapPop(s * 3 + OP_F));
+    if (fReady) return encodeOp(OP_F, this.heapPop(s * 3 + OP_F));
     if (wReady) return encodeOp(OP_W, this.heapPop(s * 3 + OP_W));
     return -1;
   }

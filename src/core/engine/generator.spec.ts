@@ -8,7 +8,8 @@ import { OP_B, OP_W, opKind, opMicrobatch } from '../pipeline/op';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
 import { warmupOf } from '../pipeline/schedule';
 import { iterationLowerBoundMs } from '../planner/lower-bound';
-import { WPlacement } from './engine';
+import { LookAhead, runGreedy, WPlacement } from './engine';
+import { EngineRun } from './engine-run.type';
 import { generateSchedule } from './generator';
 import {
   arbGeneratorCase,
@@ -18,6 +19,7 @@ import {
   generateCase,
   inputErrorOf,
   namesOf,
+  opTimes,
   peakInflightOf,
   peakMemoryOf,
   timelineProblems,
@@ -25,6 +27,33 @@ import {
 import { simulateSchedule } from './simulator';
 
 const RUNS = { numRuns: 150 };
+
+/** The greedy's own run, with its own timing (generateSchedule returns the order's replay when a stage looks ahead). */
+function greedy(c: GeneratorCase): EngineRun {
+  const S = c.model.stages;
+  const perStage = <T,>(x: T | readonly T[] | undefined, fallback: T): T[] => (x === undefined ? new Array<T>(S).fill(fallback) : Array.isArray(x) ? (x as T[]).slice() : new Array<T>(S).fill(x as T));
+  return runGreedy(c.model, { warmup: c.warmup, inflightCap: c.inflightCap ?? c.warmup, wPlacement: perStage(c.wPlacement, WPlacement.Lazy), lookAhead: perStage(c.lookAhead, LookAhead.None) });
+}
+
+/** A case fast-check found where the greedy with look-ahead idled, then started an op that had been ready before (replay earlier). */
+const FOUND_PROFILE = {
+  stages: 8,
+  microbatches: 18,
+  fMs: [8.4e-323, 0, 1.0550530361515282e-150, 0, 2.5e-323, 0, 1.3516186083858962e-50, 0],
+  bMs: [0, 46, 1.2200453066549705e-164, 0, 0, 0, 49.99999999999996, 7.282995048989709e-157],
+  wMs: [7e-323, 9.622455121091669e-77, 0, 0, 0, 36, 48, 32],
+  linkMs: [0, 79.99999999999991, 26, 1.563577645109238e-160, 0, 21, 33],
+  linkBytes: [21, 16908764, 4896392, 28641183, 20, 19659792, 13164870],
+  linkGBps: [3.1725726213419434, 50, 3.034613403028153, 3.4141399532180547, 1.5372783976137034, 1.032564428931449, 1.3022646924017287],
+};
+const FOUND: GeneratorCase = {
+  profile: FOUND_PROFILE,
+  model: toPipelineModel(validateProfile(FOUND_PROFILE)),
+  warmup: [1, 1, 1, 1, 1, 1, 1, 1],
+  inflightCap: [2, 2, 2, 2, 2, 2, 2, 1],
+  wPlacement: 1,
+  lookAhead: 4,
+} as unknown as GeneratorCase;
 
 describe('generateSchedule on random pipelines', () => {
   it('lists every F, B and W of every microbatch exactly once on every stage', () => {
@@ -128,6 +157,22 @@ describe('generateSchedule on random pipelines', () => {
     );
   });
 
+  it('with look-ahead, the greedy\'s own timing is never earlier than its order\'s replay, which is why the run it returns is the replay', () => {
+    fc.assert(
+      fc.property(arbGeneratorCase(), (c) => {
+        const own = greedy(c);
+        const replay = simulateSchedule(c.model, own.order);
+        replay.start.forEach((t, k) => expect(t).toBeLessThanOrEqual(own.start[k] + 1e-9));
+      }),
+      RUNS,
+    );
+    // The counterexample fast-check found (near-zero op times): the greedy idled, then ran an op that was ready before.
+    const found = simulateSchedule(FOUND.model, greedy(FOUND).order);
+    expect(Math.min(...found.start.map((t, k) => greedy(FOUND).start[k] - t))).toBeGreaterThanOrEqual(-1e-9);
+    expect(found.start.some((t, k) => t < greedy(FOUND).start[k] - 1e-9)).toBe(true);
+    expect(generateCase(FOUND).start).toEqual(found.start);
+  });
+
   it('never beats the iteration lower bound, generated or replayed', () => {
     fc.assert(
       fc.property(arbGeneratorCase(), (c) => {
@@ -147,6 +192,88 @@ describe('generateSchedule on random pipelines', () => {
         const b = generateCase(c);
         expect(b.order).toEqual(a.order);
         expect(b.start).toEqual(a.start);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+/** Ws on stage s that start while a gradient to s is on its way and would still run when it arrives. */
+function wsDelayingAKnownB(run: EngineRun, s: number): string[] {
+  const times = opTimes(run);
+  const found: string[] = [];
+  for (let j = 0; j < run.microbatches; j++) {
+    const start = times.start(s, OP_W, j);
+    const end = times.end(s, OP_W, j);
+    for (let k = 0; k < run.messages.count; k++) {
+      if (run.messages.direction[k] !== 1 || run.messages.link[k] !== s) continue;
+      const arrive = run.messages.arriveMs[k];
+      // Sent strictly before the W starts: a send at the same instant is a simultaneous event the greedy need not have seen.
+      if (run.messages.sentMs[k] < start && arrive > start && arrive < end) found.push(`W${j} on stage ${s} runs ${start}..${end} past B${run.messages.microbatch[k]}'s gradient at ${arrive}`);
+    }
+  }
+  return found;
+}
+
+describe('generateSchedule with look-ahead', () => {
+  const arbLookAheadCase = arbGeneratorCase().chain((c) => fc.constantFrom(LookAhead.W, LookAhead.W | LookAhead.F, LookAhead.All).map((lookAhead) => ({ ...c, lookAhead })));
+
+  it('never starts a W that would still run when an already sent gradient arrives', () => {
+    fc.assert(
+      fc.property(arbLookAheadCase, (c) => {
+        const run = greedy(c); // the greedy's decisions, at the times it made them
+        const placement = (s: number) => (typeof c.wPlacement === 'number' ? c.wPlacement : c.wPlacement[s]);
+        // A fused W is part of its B; a memory limit turns look-ahead off.
+        for (let s = 0; s < c.model.stages; s++) if (placement(s) !== WPlacement.Fused) expect(wsDelayingAKnownB(run, s)).toEqual([]);
+      }),
+      RUNS,
+    );
+  });
+
+  it('the check finds such Ws in greedy B > F > W schedules (so the property above can fail)', () => {
+    const cases = fc.sample(arbGeneratorCase().map((c) => ({ ...c, lookAhead: LookAhead.None, wPlacement: WPlacement.Lazy })), { numRuns: 300, seed: 7 });
+    const violations = cases.filter((c) => {
+      const run = generateCase(c);
+      return Array.from({ length: c.model.stages }, (_, s) => wsDelayingAKnownB(run, s).length).some((n) => n > 0);
+    });
+    expect(violations.length).toBeGreaterThan(0);
+  });
+
+  it('holds every W until the last B of its stage has started under WAfterLastB', () => {
+    fc.assert(
+      fc.property(arbGeneratorCase(), (c) => {
+        const run = generateSchedule(c.model, { warmup: c.warmup, inflightCap: c.inflightCap, wPlacement: WPlacement.Lazy, lookAhead: LookAhead.WAfterLastB });
+        run.order.forEach((ops) => {
+          const names = namesOf(ops);
+          const lastB = names.map((op) => op.startsWith('B')).lastIndexOf(true);
+          expect(names.findIndex((op) => op.startsWith('W'))).toBe(lastB + 1);
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it('waits for an imminent B instead of a W on a hand-checked pipeline', () => {
+    // Stage 1 ends B0 at 9 ms; B1's gradient left stage 2 at 8 and arrives at 10. B > F > W starts
+    // W0 (3 ms) at 9 and B1 waits until 12; looking ahead, stage 1 idles 1 ms and runs B1 at 10.
+    const model = toPipelineModel(validateProfile({ stages: 3, microbatches: 3, fMs: [1, 1, 1], bMs: [1, 1, 1], wMs: [1, 3, 1], linkMs: [0, 2] }));
+    const greedy = generateSchedule(model, { warmup: [2, 2, 1] });
+    const looking = generateSchedule(model, { warmup: [2, 2, 1], lookAhead: [LookAhead.None, LookAhead.W, LookAhead.None] });
+    expect(namesOf(greedy.order[1])).toEqual(['F0', 'F1', 'B0', 'W0', 'B1', 'F2', 'W1', 'B2', 'W2']);
+    expect(namesOf(looking.order[1])).toEqual(['F0', 'F1', 'B0', 'B1', 'F2', 'W0', 'W1', 'B2', 'W2']);
+    expect(wsDelayingAKnownB(greedy, 1).length).toBeGreaterThan(0);
+    expect(wsDelayingAKnownB(looking, 1)).toEqual([]);
+    expect([greedy.iterationMs, looking.iterationMs]).toEqual([24, 22]);
+    expect(looking.iterationMs).toBeLessThan(greedy.iterationMs);
+  });
+
+  it('changes nothing when no stage looks ahead (the default)', () => {
+    fc.assert(
+      fc.property(arbGeneratorCase(), (c) => {
+        const plain = generateSchedule(c.model, { warmup: c.warmup, inflightCap: c.inflightCap, wPlacement: c.wPlacement });
+        const none = generateSchedule(c.model, { warmup: c.warmup, inflightCap: c.inflightCap, wPlacement: c.wPlacement, lookAhead: LookAhead.None });
+        expect(none.order).toEqual(plain.order);
+        expect(none.iterationMs).toBe(plain.iterationMs);
       }),
       { numRuns: 50 },
     );

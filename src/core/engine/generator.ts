@@ -1,7 +1,8 @@
+import { simulateSchedule } from './simulator';
 import { InputError } from '../input-error';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { EngineRun } from './engine-run.type';
-import { GreedyPolicy, runGreedy, WPlacement } from './engine';
+import { GreedyPolicy, LookAhead, runGreedy, WPlacement } from './engine';
 
 export interface GenerateOptions {
   /** Warm-up forward count x_i per stage: integers in 1..N, non-increasing (Lemma 1). */
@@ -10,6 +11,12 @@ export interface GenerateOptions {
   inflightCap?: readonly number[];
   /** W placement, one for all stages or one per stage; defaults to Lazy (B > F > W, paper Alg. 3). */
   wPlacement?: WPlacement | readonly WPlacement[];
+  /**
+   * Look-ahead after the warm-up, one for all stages or one per stage; defaults to None (the
+   * greedy of Alg. 3). With it a stage waits for a B that is about to become ready rather than
+   * start a W (or F) that would delay it. Ignored on stages with a memory limit (host memory only).
+   */
+  lookAhead?: LookAhead | readonly LookAhead[];
 }
 
 export function validateWarmup(warmup: readonly number[], stages: number, microbatches: number): void {
@@ -38,10 +45,18 @@ export function generateSchedule(model: PipelineModel, options: GenerateOptions)
     if (!(cap >= options.warmup[i])) throw new InputError(`in-flight cap of stage ${i} (${cap}) is below its warm-up count (${options.warmup[i]})`);
   });
   const placement = options.wPlacement ?? WPlacement.Lazy;
+  const lookAhead = options.lookAhead ?? LookAhead.None;
+  if (typeof lookAhead !== 'number' && lookAhead.length !== stages) throw new InputError(`look-ahead must have ${stages} entries, got ${lookAhead.length}`);
   const policy: GreedyPolicy = {
     warmup: options.warmup,
     inflightCap,
     wPlacement: typeof placement === 'number' ? new Array<WPlacement>(stages).fill(placement) : placement,
+    lookAhead: typeof lookAhead === 'number' ? new Array<LookAhead>(stages).fill(lookAhead) : lookAhead,
   };
-  return runGreedy(model, policy);
+  const run = runGreedy(model, policy);
+  if ((typeof lookAhead === 'number' ? [lookAhead] : Array.from(lookAhead)).every((l) => l === LookAhead.None)) return run;
+  // A stage that idled for an arrival may then start an op that was ready before it idled (ties
+  // among near-zero-length ops, found by the replay property): the ranks run the order as soon as
+  // they can, so the order's timing is its replay, never later than the greedy's own.
+  return simulateSchedule(model, run.order);
 }

@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check';
 import { InputError } from '../input-error';
-import { WPlacement } from './engine';
+import { LookAhead, WPlacement } from './engine';
 import { EngineRun } from './engine-run.type';
 import { generateSchedule } from './generator';
 import { encodeOp, formatOp, OP_B, OP_F, OP_W, opKind } from '../pipeline/op';
@@ -121,6 +121,7 @@ export interface GeneratorCase {
   /** Undefined means "use the default" (the warm-up counts). */
   inflightCap: number[] | undefined;
   wPlacement: WPlacement | WPlacement[];
+  lookAhead: LookAhead | LookAhead[] | undefined;
 }
 
 /** A random profile with random valid generator options (warm-up, optional larger in-flight caps, W placement). */
@@ -132,19 +133,25 @@ export function arbGeneratorCase(shape: ProfileShape = {}): fc.Arbitrary<Generat
         warmup: arbWarmup(S, N),
         extraCap: fc.option(fixedArray(fc.integer({ min: 0, max: N }), S), { nil: undefined }),
         wPlacement: arbWPlacement(S),
+        lookAhead: fc.option(fc.oneof(arbLookAhead(), fixedArray(arbLookAhead(), S)), { nil: undefined }),
       })
-      .map(({ warmup, extraCap, wPlacement }) => ({
+      .map(({ warmup, extraCap, wPlacement, lookAhead }) => ({
         profile,
         model: toPipelineModel(profile),
         warmup,
         inflightCap: extraCap ? warmup.map((x, i) => x + extraCap[i]) : undefined,
         wPlacement,
+        lookAhead,
       }));
   });
 }
 
+export function arbLookAhead(): fc.Arbitrary<LookAhead> {
+  return fc.integer({ min: LookAhead.None, max: LookAhead.All }).map((l) => l as LookAhead);
+}
+
 export function generateCase(c: GeneratorCase): EngineRun {
-  return generateSchedule(c.model, { warmup: c.warmup, inflightCap: c.inflightCap, wPlacement: c.wPlacement });
+  return generateSchedule(c.model, { warmup: c.warmup, inflightCap: c.inflightCap, wPlacement: c.wPlacement, lookAhead: c.lookAhead });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,10 @@ import { InputError } from '../input-error';
 import { encodeOp, OP_B, OP_F, OP_W } from '../pipeline/op';
 import { effectiveLinkDelayMs } from '../pipeline/pipeline-model';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
-import { iterationLowerBoundMs, opHeadsAndTails } from './lower-bound';
+import { iterationLowerBoundMs, OpHeadsAndTails, opHeadsAndTails } from './lower-bound';
+import { propagatedWindows } from './op-windows';
+import { OpWindows } from './op-windows.type';
+import { scheduleWithin } from './schedule-within';
 
 /**
  * The part of the `highs` package (HiGHS in WebAssembly) the optimal planner uses. The caller
@@ -28,24 +31,46 @@ export interface MilpModel {
 export interface OptimalOptions {
   /** Solver time limit, ms (default 2000); the best schedule found so far is returned when it runs out. */
   timeLimitMs?: number;
+  /** Injected clock, ms (default performance.now): the time limit spans every solve. */
+  now?: () => number;
+  /** Run the depth-first search before the MILP (default true); false leaves the MILP alone, for tests and comparisons. */
+  depthFirst?: boolean;
+  /** Extra HiGHS options, applied after the planner's own (for experiments). */
+  highsOptions?: Record<string, number | string | boolean>;
 }
 
 export interface OptimalResult {
   run: EngineRun;
-  /** Proven lower bound on the iteration time: the MILP's dual bound or the combinatorial bound, whichever is larger. */
+  /**
+   * Proven lower bound on the iteration time: the largest of the combinatorial bound, the MILP's
+   * dual bound and every target proven out of reach (by the windows, an exhausted depth-first
+   * search or the MILP).
+   */
   boundMs: number;
   /** (iterationMs - boundMs) / boundMs: at most the solver's relative gap when proven optimal on links without queueing. */
   gap: number;
-  /** True when HiGHS proved the schedule optimal (within 1e-6 relative). */
+  /** True when the schedule is proven optimal (within 1e-6 relative). */
   proven: boolean;
-  /** True when the MILP found nothing better than the warm start, which is then returned. */
+  /** True when nothing better than the warm start was found; it is then returned. */
   warmStartKept: boolean;
-  /** The MILP's own value of its best schedule (null when it solved nothing); the replay must equal it. */
+  /** The MILP's own value of the last schedule it found (null when it found none, e.g. the depth-first search did); the replay must equal it. */
   milpObjectiveMs: number | null;
 }
 
 const HIGHS_OPTIMAL = 7;
+const HIGHS_INFEASIBLE = 8;
 const RELATIVE_GAP = 1e-6;
+const EPS = 1e-9;
+/** Within this relative gap the bisection stops halving and asks for strictly better than the best. */
+const CLOSE_GAP = 2e-3;
+/** HiGHS's default (0.05) rarely finds a schedule at the bound within the time limit; 1 finds most. */
+const HEURISTIC_EFFORT = 1;
+/** Node budget and share of the time left for the depth-first search before each MILP. */
+const DFS_NODES = 1_000_000;
+const DFS_SHARE = 0.25;
+/** Relative slacks above the lower bound tried first, and the node budget of each (a few ms). */
+const LADDER = [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05];
+const LADDER_NODES = 20_000;
 
 interface Op {
   stage: number;
@@ -57,42 +82,72 @@ interface Op {
   lst: number;
 }
 
-/**
- * Exact schedule by MILP: a start time per op; precedence (F down the pipeline through the link
- * delays, B back up, B after F and W after B on a stage); ops of one kind on one stage run in
- * microbatch order (interchangeable, so no optimality is lost), so only F/B, F/W and B/W pairs
- * need an ordering binary, and only where the pair's time windows overlap. Windows come from the
- * op heads and tails (longest paths) and a horizon, the warm start's iteration time, so big-M is
- * per pair and small. Links are latency plus transfer without queueing and memory is relaxed to
- * the host, as for `search`: with bandwidth-limited links the MILP's value is a bound and the
- * replay through the simulator is the truth. The result is always the replayed schedule.
- */
-export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart: EngineRun, options: OptimalOptions = {}): OptimalResult {
-  const { stages: S, microbatches: N, durations: d } = model;
-  const horizon = warmStart.iterationMs;
-  const combinatorial = iterationLowerBoundMs(model);
-  if (horizon <= combinatorial * (1 + RELATIVE_GAP)) {
-    // The warm start meets the combinatorial bound: proven optimal without a solve.
-    return { run: warmStart, boundMs: combinatorial, gap: combinatorial > 0 ? Math.max(0, horizon / combinatorial - 1) : 0, proven: true, warmStartKept: true, milpObjectiveMs: null };
+/** Whether one op runs before another on their stage: fixed (1 or 0) or an ordering binary (1 = before). */
+type Order = 0 | 1 | string;
+
+/** A linear expression: constant plus coefficient per column. */
+class Expr {
+  constant = 0;
+  readonly terms = new Map<string, number>();
+  add(coef: number, order: Order | 'C' | Op): this {
+    if (order === 0) return this;
+    if (order === 1) this.constant += coef;
+    else {
+      const name = typeof order === 'string' ? order : order.name;
+      this.terms.set(name, (this.terms.get(name) ?? 0) + coef);
+    }
+    return this;
   }
-  const heads = opHeadsAndTails(model);
-  const r = [heads.rF, heads.rB, heads.rW];
+  /** coef * (1 - order): the complement of an ordering. */
+  addNot(coef: number, order: Order): this {
+    return this.add(coef, 1).add(-coef, order);
+  }
+}
+
+const num = (x: number) => (Math.abs(x) < 1e-12 ? '0' : String(x));
+
+/** `expr >= 0` as an LP row, or null when no column is left (then it holds or the caller knows it fails). */
+function atLeastZero(expr: Expr): string | null {
+  const terms = [...expr.terms].filter(([, c]) => Math.abs(c) > 1e-12);
+  if (!terms.length) return null;
+  return `${terms.map(([n, c]) => `${c < 0 ? '-' : '+'} ${num(Math.abs(c))} ${n}`).join(' ')} >= ${num(-expr.constant)}`;
+}
+
+interface BuiltMilp {
+  lp: string;
+  ops: Op[][];
+  /** Whether x runs before y on their stage (ops of different kinds): fixed, or an ordering binary, possibly negated. */
+  before(x: Op, y: Op): { order: Order; negated: boolean };
+}
+
+/**
+ * The MILP for "a schedule with iteration time at most `target`", or null when the op windows
+ * alone rule one out. Windows: op heads (longest paths in) and `target` minus the op tails, so
+ * the lower the target the more pairs the windows order and the smaller each big-M. Each pair
+ * kind on a stage (F/B, F/W, B/W) is an N x N matrix of orderings Y[ja][jb] (op of the first
+ * kind, microbatch ja, before op of the second kind, microbatch jb), which is 1 for ja <= jb
+ * (chains and F_j < B_j < W_j) and monotone: 1 towards smaller ja and larger jb, 0 the other
+ * way. So fixings from windows spread along the matrix, the monotone rows cut the symmetric
+ * half-orders. (Transitivity rows over (F_a, B_b, W_c) were tried: no faster, and for N = 12 they
+ * are most of the model's rows.)
+ */
+function buildMilp(model: PipelineModel, heads: OpHeadsAndTails, windows: OpWindows, target: number, lowerBound: number): BuiltMilp | null {
+  const { stages: S, microbatches: N, durations: d } = model;
   const q = [heads.qF, heads.qB, heads.qW];
-  const ops: Op[][] = []; // [stage][kind * N + microbatch]
+  const ops: Op[][] = [];
   for (let i = 0; i < S; i++) {
     const row: Op[] = [];
     for (let k = 0; k < 3; k++) {
       for (let j = 0; j < N; j++) {
+        const g = (i * 3 + k) * N + j;
         const p = d[i * 3 + k];
-        const est = r[k][i * N + j];
-        row.push({ stage: i, kind: k, microbatch: j, name: `${'fbw'[k]}_${i}_${j}`, p, est, lst: Math.max(est, horizon - p - q[k][i * N + j]) });
+        row.push({ stage: i, kind: k, microbatch: j, name: `${'fbw'[k]}_${i}_${j}`, p, est: windows.est[g], lst: Math.max(windows.est[g], windows.lct[g] - p) });
       }
     }
     ops.push(row);
   }
   const op = (i: number, k: number, j: number) => ops[i][k * N + j];
   const rows: string[] = [];
-  const num = (x: number) => (Math.abs(x) < 1e-12 ? '0' : String(x));
   const after = (later: Op, earlier: Op, gap: number) => rows.push(`${later.name} - ${earlier.name} >= ${num(gap)}`);
   for (let i = 0; i < S; i++) {
     for (let j = 0; j < N; j++) {
@@ -104,63 +159,126 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
     }
   }
   const binaries: string[] = [];
-  // Ordering binaries: y = 1 puts a before b. Pairs whose order precedence or windows decide get none.
-  const pairs: Array<[string, Op, Op]> = [];
-  // Per op, the work its stage must run after it ends and before it starts: constants from
-  // precedence (ops of one kind in microbatch order, B/W after F/B of the same microbatch) and
-  // windows, plus one term per ordering binary. These cuts tie the binaries to the objective,
-  // which the big-M rows alone barely do in the LP relaxation.
-  const work = new Map<Op, { after: number; afterTerms: string[]; before: number; beforeTerms: string[] }>();
+  const KIND_PAIRS: Array<[number, number]> = [[OP_F, OP_B], [OP_F, OP_W], [OP_B, OP_W]];
+  // orders[i][pair][ja * N + jb]
+  const orders: Order[][][] = [];
   for (let i = 0; i < S; i++) {
-    const [f, b, w] = [d[i * 3], d[i * 3 + 1], d[i * 3 + 2]];
-    for (let j = 0; j < N; j++) {
-      const after = [(N - 1 - j) * f + (N - j) * (b + w), (N - 1 - j) * b + (N - j) * w, (N - 1 - j) * w];
-      const before = [j * f, (j + 1) * f + j * b, (j + 1) * (f + b) + j * w];
-      for (let k = 0; k < 3; k++) work.set(op(i, k, j), { after: after[k], afterTerms: [], before: before[k], beforeTerms: [] });
-    }
-  }
-  for (let i = 0; i < S; i++) {
-    for (const [ka, kb] of [[OP_F, OP_B], [OP_F, OP_W], [OP_B, OP_W]]) {
+    const perPair: Order[][] = [];
+    for (const [ka, kb] of KIND_PAIRS) {
+      const fixed = new Int8Array(N * N).fill(-1);
       for (let ja = 0; ja < N; ja++) {
-        for (let jb = 0; jb < ja; jb++) {
-          const a = op(i, ka, ja);
-          const b = op(i, kb, jb);
-          const aFirstPossible = a.est + a.p <= b.lst + 1e-9;
-          const bFirstPossible = b.est + b.p <= a.lst + 1e-9;
-          if (!aFirstPossible || !bFirstPossible) {
-            // The windows decide the order: no binary, one precedence row.
-            const [first, second] = aFirstPossible ? [a, b] : [b, a];
-            after(second, first, first.p);
-            work.get(first)!.after += second.p;
-            work.get(second)!.before += first.p;
+        for (let jb = 0; jb < N; jb++) {
+          if (ja <= jb) {
+            fixed[ja * N + jb] = 1;
             continue;
           }
+          const a = op(i, ka, ja);
+          const b = op(i, kb, jb);
+          const aFirst = a.est + a.p <= b.lst + EPS;
+          const bFirst = b.est + b.p <= a.lst + EPS;
+          if (!aFirst && !bFirst) return null;
+          if (!aFirst) fixed[ja * N + jb] = 0;
+          else if (!bFirst) fixed[ja * N + jb] = 1;
+        }
+      }
+      // Spread: a 1 at (ja, jb) holds for every smaller ja and larger jb; a 0 the other way.
+      const one = new Uint8Array(N * N);
+      const zero = new Uint8Array(N * N);
+      for (let ja = N - 1; ja >= 0; ja--) {
+        for (let jb = 0; jb < N; jb++) {
+          const c = ja * N + jb;
+          one[c] = fixed[c] === 1 || (ja < N - 1 && one[c + N] === 1) || (jb > 0 && one[c - 1] === 1) ? 1 : 0;
+        }
+      }
+      for (let ja = 0; ja < N; ja++) {
+        for (let jb = N - 1; jb >= 0; jb--) {
+          const c = ja * N + jb;
+          zero[c] = fixed[c] === 0 || (ja > 0 && zero[c - N] === 1) || (jb < N - 1 && zero[c + 1] === 1) ? 1 : 0;
+        }
+      }
+      const matrix: Order[] = [];
+      for (let c = 0; c < N * N; c++) {
+        if (one[c] && zero[c]) return null;
+        if (one[c]) matrix.push(1);
+        else if (zero[c]) matrix.push(0);
+        else {
           const y = `y_${binaries.length}`;
           binaries.push(y);
-          pairs.push([y, a, b]);
-          work.get(a)!.afterTerms.push(`- ${num(b.p)} ${y}`);
-          work.get(b)!.afterTerms.push(`+ ${num(a.p)} ${y}`);
-          work.get(b)!.after += a.p;
-          work.get(a)!.beforeTerms.push(`+ ${num(b.p)} ${y}`);
-          work.get(a)!.before += b.p;
-          work.get(b)!.beforeTerms.push(`- ${num(a.p)} ${y}`);
+          matrix.push(y);
+        }
+      }
+      perPair.push(matrix);
+    }
+    orders.push(perPair);
+  }
+  const pairIndex = (ka: number, kb: number) => (ka === OP_F ? (kb === OP_B ? 0 : 1) : 2);
+  /** Whether x runs before y on their stage (different kinds). */
+  const before = (x: Op, y: Op): { order: Order; negated: boolean } => {
+    const m = orders[x.stage];
+    if (x.kind < y.kind) return { order: m[pairIndex(x.kind, y.kind)][x.microbatch * N + y.microbatch], negated: false };
+    return { order: m[pairIndex(y.kind, x.kind)][y.microbatch * N + x.microbatch], negated: true };
+  };
+  const addBefore = (e: Expr, coef: number, x: Op, y: Op) => {
+    const { order, negated } = before(x, y);
+    return negated ? e.addNot(coef, order) : e.add(coef, order);
+  };
+  const push = (e: Expr) => {
+    const row = atLeastZero(e);
+    if (row) rows.push(row);
+  };
+  for (let i = 0; i < S; i++) {
+    KIND_PAIRS.forEach(([ka, kb], pi) => {
+      const m = orders[i][pi];
+      // Pairs the windows order need their precedence row (only the nearest per microbatch of the
+      // second kind: the chains give the rest).
+      for (let jb = 0; jb < N; jb++) {
+        let lastBefore = -1;
+        let firstAfter = N;
+        for (let ja = jb + 1; ja < N; ja++) {
+          if (m[ja * N + jb] === 1) lastBefore = ja;
+          if (m[ja * N + jb] === 0) firstAfter = Math.min(firstAfter, ja);
+        }
+        if (lastBefore >= 0) after(op(i, kb, jb), op(i, ka, lastBefore), d[i * 3 + ka]);
+        if (firstAfter < N) after(op(i, ka, firstAfter), op(i, kb, jb), d[i * 3 + kb]);
+      }
+      for (let ja = 0; ja < N; ja++) {
+        for (let jb = 0; jb < N; jb++) {
+          const y = m[ja * N + jb];
+          if (typeof y !== 'string') continue;
+          const a = op(i, ka, ja);
+          const b = op(i, kb, jb);
+          // Big-M per pair from the windows: y = 1 puts a before b, y = 0 b before a.
           const m1 = a.lst + a.p - b.est;
           const m2 = b.lst + b.p - a.est;
           rows.push(`${a.name} - ${b.name} + ${num(m1)} ${y} <= ${num(m1 - a.p)}`);
           rows.push(`${b.name} - ${a.name} - ${num(m2)} ${y} <= ${num(-b.p)}`);
+          if (ja + 1 < N && typeof m[(ja + 1) * N + jb] === 'string') rows.push(`${y} - ${m[(ja + 1) * N + jb]} >= 0`);
+          if (jb + 1 < N && typeof m[ja * N + jb + 1] === 'string') rows.push(`${m[ja * N + jb + 1]} - ${y} >= 0`);
         }
       }
+    });
+    // Stage workload: whatever runs after an op on its stage delays C, whatever runs before it delays its start.
+    const first = op(i, OP_F, 0);
+    for (const o of ops[i]) {
+      const toEnd = new Expr().add(1, 'C').add(-1, o).add(-o.p, 1);
+      const fromFirst = new Expr().add(1, o).add(-1, first);
+      for (const x of ops[i]) {
+        if (x === o) continue;
+        if (x.kind === o.kind) {
+          if (x.microbatch > o.microbatch) toEnd.add(-x.p, 1);
+          else fromFirst.add(-x.p, 1);
+        } else {
+          addBefore(toEnd, -x.p, o, x);
+          addBefore(fromFirst, -x.p, x, o);
+        }
+      }
+      push(toEnd);
+      if (o !== first) push(fromFirst);
+      const tail = q[o.kind][o.stage * N + o.microbatch];
+      rows.push(`C - ${o.name} >= ${num(o.p + tail)}`);
     }
   }
-  for (const [o, v] of work) {
-    const tail = q[o.kind][o.stage * N + o.microbatch];
-    // Nothing in the binaries makes the tail longer; the successors' work is a sum, the tail a max.
-    rows.push(`C - ${o.name} ${v.afterTerms.join(' ')} >= ${num(o.p + v.after)}`);
-    if (tail > v.after) rows.push(`C - ${o.name} >= ${num(o.p + tail)}`);
-    const first = op(o.stage, OP_F, 0);
-    if (o !== first) rows.push(`${o.name} - ${first.name} ${v.beforeTerms.join(' ')} >= ${num(v.before)}`);
-  }
-  const bounds: string[] = [`${num(combinatorial)} <= C <= ${num(horizon)}`];
+  const bounds: string[] = [`${num(lowerBound)} <= C <= ${num(target)}`];
   for (const row of ops) for (const o of row) bounds.push(`${num(o.est)} <= ${o.name} <= ${num(o.lst)}`);
   const lp = [
     'Minimize',
@@ -172,50 +290,174 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
     ...(binaries.length ? ['Binaries', ` ${binaries.join(' ')}`] : []),
     'End',
   ].join('\n');
+  return { lp, ops, before };
+}
 
-  const milp = solver.createModel({ format: 'lp', data: lp });
-  try {
-    milp.options.set({ output_flag: false, time_limit: (options.timeLimitMs ?? 2000) / 1000, mip_rel_gap: RELATIVE_GAP });
-    const startOf = (o: Op) => warmStart.start[o.stage * 3 * N + encodeOp(o.kind, o.microbatch)];
-    const names: string[] = ['C'];
-    const values: number[] = [horizon];
-    for (const row of ops) for (const o of row) (names.push(o.name), values.push(startOf(o)));
-    for (const [y, a, b] of pairs) (names.push(y), values.push(startOf(a) < startOf(b) ? 1 : 0));
-    milp.setSolution({ indices: Int32Array.from(names, (n) => milp.getColByName(n)), values: Float64Array.from(values) });
-    milp.run();
-    const proven = milp.getModelStatus() === HIGHS_OPTIMAL;
-    const dual = Number(milp.info.get('mip_dual_bound'));
-    const boundFromSolver = proven ? Number(milp.info.get('objective_function_value')) * (1 - RELATIVE_GAP) : dual;
-    let run = warmStart;
-    let warmStartKept = true;
-    let milpObjectiveMs: number | null = null;
-    if (Number(milp.info.get('primal_solution_status')) === 2) {
-      const x = milp.getSolution().colValue;
-      milpObjectiveMs = Number(milp.info.get('objective_function_value'));
-      const schedule = ops.map((row) => {
-        // Starts rounded to the solver's tolerance, so that ties (zero-length ops) keep precedence
-        // order: F before B before W, then by microbatch.
-        const tick = 1e-6 * Math.max(1, horizon);
-        const placed = row.map((o) => ({ o, s: Math.round(x[milp.getColByName(o.name)] / tick) }));
-        placed.sort((u, v) => u.s - v.s || u.o.kind - v.o.kind || u.o.microbatch - v.o.microbatch);
-        return Int32Array.from(placed, ({ o }) => encodeOp(o.kind, o.microbatch));
-      });
-      let replay: EngineRun | null = null;
-      try {
-        replay = simulateSchedule(model, schedule);
-      } catch (error) {
-        // Within the solver's tolerances an order of ops of zero length can come out cyclic: keep the warm start.
-        if (!(error instanceof InputError)) throw error;
+/**
+ * Exact schedule by MILP: a start time per op; precedence (F down the pipeline through the link
+ * delays, B back up, B after F and W after B on a stage); ops of one kind on one stage run in
+ * microbatch order (interchangeable, so no optimality is lost), so only F/B, F/W and B/W pairs
+ * need ordering binaries (see `buildMilp`). Each solve asks for a schedule within a target
+ * iteration time, and the target, not a loose horizon, sets the op windows: first the lower
+ * bound (on these pipelines the optimum often meets it, and so tight a target orders most pairs
+ * by propagation alone), then halfway to the best schedule, then strictly below the best; an
+ * infeasible target raises the proven bound, a schedule found lowers the best, until they meet
+ * (within 1e-6 relative) or the time runs out.
+ * Links are latency plus transfer without queueing and memory is relaxed to the host, as for
+ * `search`: with bandwidth-limited links the MILP's value is a bound and the replay through the
+ * simulator is the truth. The result is always the replayed schedule.
+ */
+export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart: EngineRun, options: OptimalOptions = {}): OptimalResult {
+  const combinatorial = iterationLowerBoundMs(model);
+  const now = options.now ?? (() => performance.now());
+  const deadline = now() + (options.timeLimitMs ?? 2000);
+  let run = warmStart;
+  let bound = combinatorial;
+  let proven = run.iterationMs <= combinatorial * (1 + RELATIVE_GAP);
+  let milpObjectiveMs: number | null = null;
+  const heads = opHeadsAndTails(model);
+  // Bisection on the target between the proven bound and the best schedule: the bound itself
+  // first (the optimum often meets it, and a target that tight fixes most orderings), then
+  // halfway, then strictly below the best to prove it. A round that may not be the last gets half
+  // the time left; one that times out without a schedule ends the bisection.
+  // A ladder of targets just above the bound, each with a small depth-first search: the search's
+  // urgency order depends on the target, and a schedule at the bound is often found from a
+  // slightly looser one. Targets the windows or an exhausted search rule out raise the bound.
+  const depthFirst = options.depthFirst ?? true;
+  for (const slack of depthFirst ? LADDER : []) {
+    if (proven || now() >= deadline) break;
+    const target = combinatorial * (1 + slack) * (1 + RELATIVE_GAP);
+    if (target >= run.iterationMs * (1 - RELATIVE_GAP)) break;
+    const windows = propagatedWindows(model, heads, target);
+    const found = windows ? scheduleWithin(model, windows, target, { maxNodes: LADDER_NODES, deadline, now }) : 'infeasible';
+    if (found === 'infeasible') {
+      bound = Math.max(bound, target);
+      continue;
+    }
+    if (found === 'unknown') continue;
+    const replay = replayOrder(model, found);
+    if (replay && replay.iterationMs < run.iterationMs) {
+      run = replay;
+      proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
+      break;
+    }
+  }
+  let round = 0;
+  let bisect = true;
+  while (!proven) {
+    const remainingMs = deadline - now();
+    if (remainingMs <= 0) break;
+    const best = Math.min(run.iterationMs, milpObjectiveMs ?? Number.POSITIVE_INFINITY);
+    const closing = !bisect || best <= bound * (1 + CLOSE_GAP);
+    const target = closing ? best * (1 - RELATIVE_GAP) : round === 0 ? bound * (1 + RELATIVE_GAP) : (bound + best) / 2;
+    round++;
+    const windows = propagatedWindows(model, heads, target);
+    if (windows && depthFirst) {
+      // A depth-first search for a schedule within the target often finds one (or proves there
+      // is none) long before HiGHS does.
+      const found = scheduleWithin(model, windows, target, { maxNodes: DFS_NODES, deadline: now() + remainingMs * DFS_SHARE, now });
+      if (found === 'infeasible') {
+        bound = Math.max(bound, target);
+        proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
+        continue;
       }
-      if (replay && replay.iterationMs <= warmStart.iterationMs) {
+      const replay = found !== 'unknown' ? replayOrder(model, found) : null;
+      if (replay && replay.iterationMs < run.iterationMs) {
         run = replay;
-        warmStartKept = false;
+        if (run.iterationMs <= target) {
+          if (run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS) proven = true;
+          continue;
+        }
       }
     }
-    const boundMs = Math.max(combinatorial, Number.isFinite(boundFromSolver) ? boundFromSolver : 0);
-    const gap = boundMs > 0 ? Math.max(0, (run.iterationMs - boundMs) / boundMs) : 0;
-    return { run, boundMs, gap, proven, warmStartKept, milpObjectiveMs };
-  } finally {
-    milp.dispose();
+    const built = windows && buildMilp(model, heads, windows, target, bound);
+    if (!built) {
+      bound = Math.max(bound, target);
+      proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
+      continue;
+    }
+    const milp = solver.createModel({ format: 'lp', data: built.lp });
+    try {
+      // Building and parsing the model count against the limit too.
+      const solveMs = Math.max(1, deadline - now());
+      milp.options.set({
+        output_flag: false,
+        time_limit: (closing || round === 1 ? solveMs : solveMs / 2) / 1000,
+        mip_rel_gap: RELATIVE_GAP,
+        mip_heuristic_effort: HEURISTIC_EFFORT,
+        ...(options.highsOptions ?? {}),
+      });
+      milp.run();
+      const status = milp.getModelStatus();
+      if (status === HIGHS_INFEASIBLE) {
+        bound = Math.max(bound, target);
+        proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
+        continue;
+      }
+      const dual = Number(milp.info.get('mip_dual_bound'));
+      if (status !== HIGHS_OPTIMAL && Number.isFinite(dual)) bound = Math.max(bound, Math.min(dual, target));
+      if (Number(milp.info.get('primal_solution_status')) !== 2) {
+        if (closing) break;
+        bisect = false;
+        continue;
+      }
+      const value = Number(milp.info.get('objective_function_value'));
+      milpObjectiveMs = value;
+      const replay = replaySolution(model, built, milp.getSolution().colValue, (name) => milp.getColByName(name), target);
+      if (replay && replay.iterationMs < run.iterationMs) run = replay;
+      if (status === HIGHS_OPTIMAL) {
+        bound = Math.max(bound, value * (1 - RELATIVE_GAP));
+        // Proven when the replay is the MILP's schedule at its value (no queueing on the links).
+        proven = run.iterationMs <= value * (1 + RELATIVE_GAP);
+        break;
+      }
+    } finally {
+      milp.dispose();
+    }
+  }
+  bound = Math.min(bound, run.iterationMs);
+  const gap = bound > 0 ? Math.max(0, (run.iterationMs - bound) / bound) : 0;
+  return { run, boundMs: bound, gap, proven, warmStartKept: run === warmStart, milpObjectiveMs };
+}
+
+/**
+ * The per-stage order of the MILP's solution, replayed through the simulator (null when it does
+ * not replay). The order comes from the ordering binaries (an op's position is the number of ops
+ * before it), which the solver's tolerances cannot blur as they can two nearly equal start times;
+ * start times order the stage only where the binaries do not give a permutation.
+ */
+function replaySolution(model: PipelineModel, built: BuiltMilp, x: ArrayLike<number>, column: (name: string) => number, horizon: number): EngineRun | null {
+  const value = (order: Order) => (typeof order === 'string' ? (x[column(order)] > 0.5 ? 1 : 0) : order);
+  const schedule = built.ops.map((row) => {
+    const position = row.map((o) => {
+      let n = o.microbatch;
+      for (const other of row) {
+        if (other.kind === o.kind) continue;
+        const { order, negated } = built.before(other, o);
+        n += negated ? 1 - value(order) : value(order);
+      }
+      return n;
+    });
+    const seen = new Uint8Array(row.length);
+    if (position.every((n) => n < row.length && !seen[n] && (seen[n] = 1))) {
+      const out = new Int32Array(row.length);
+      row.forEach((o, t) => (out[position[t]] = encodeOp(o.kind, o.microbatch)));
+      return out;
+    }
+    const tick = 1e-6 * Math.max(1, horizon);
+    const placed = row.map((o) => ({ o, s: Math.round(x[column(o.name)] / tick) }));
+    placed.sort((u, v) => u.s - v.s || u.o.kind - v.o.kind || u.o.microbatch - v.o.microbatch);
+    return Int32Array.from(placed, ({ o }) => encodeOp(o.kind, o.microbatch));
+  });
+  return replayOrder(model, schedule);
+}
+
+function replayOrder(model: PipelineModel, schedule: Int32Array[]): EngineRun | null {
+  try {
+    return simulateSchedule(model, schedule);
+  } catch (error) {
+    // Within the solver's tolerances an order of ops of zero length can come out cyclic.
+    if (!(error instanceof InputError)) throw error;
+    return null;
   }
 }

@@ -3,7 +3,7 @@
  * - initial:  Alg. 1, maximum uniform slackness within device memory (the ZeroBubble baseline);
  * - adaptive: Alg. 2, slackness from measured delays by Eq. 1, memory relaxed to the host;
  * - search:   simulator-guided search from Alg. 2 within a time budget, memory relaxed to the host;
- * - optimal:  exact MILP (HiGHS) warm-started with the search plan, within a time limit;
+ * - optimal:  exact, within a time limit: depth-first search and MILP (HiGHS) from the search plan;
  * - 1f1b:     x_i = S - i with W fused to its B;
  * - gpipe:    all forwards, then all backwards (W fused);
  * - fixed:    warm-up counts given by the caller (the CLI's --warmup).

@@ -12,6 +12,7 @@ import loadHighs from 'highs';
 import { MilpSolver } from './optimal-planner';
 import { planPipeline, PlanRequest, withHostMemory } from './plan';
 import { PLAN_POLICIES, PlanPolicy } from './plan-policy.type';
+import SLOW_LAST_LINK from '../../../bench/profiles/device-memory-4x16-slow-last-link.json';
 
 let highs: MilpSolver;
 beforeAll(async () => {
@@ -215,6 +216,73 @@ describe('never worse than a simpler policy (issue 12 item 4)', () => {
           if (alg2 > initial) found = true;
         } catch {
           // no initial plan fits
+        }
+      }),
+      { numRuns: 300, seed: 12 },
+    );
+    expect(found).toBe(true);
+  });
+});
+
+describe('within device memory (issue 12 item 6)', () => {
+  // Room for 6 activations on every device; a 60 ms straggler on the last link. Alg. 1 spreads the
+  // slack evenly ([6, 4, 2, 1]); the link needs it all upstream.
+  const slowLast = toPipelineModel(validateProfile(SLOW_LAST_LINK));
+  const search = { maxEvaluations: 200, timeBudgetMs: Infinity };
+
+  it('fills every stage upstream of the slow link and stays within device memory', () => {
+    const initial = planPipeline(slowLast, { policy: 'initial' });
+    const device = planPipeline(slowLast, { policy: 'search', memory: 'device', search });
+    expect(initial.warmup).toEqual([6, 4, 2, 1]);
+    expect(device.warmup).toEqual([6, 6, 6, 1]);
+    // 1350 ms with Alg. 1's counts, 738 ms with the search's, same memory.
+    expect(device.run.iterationMs).toBeLessThan(0.6 * initial.run.iterationMs);
+    device.run.peakMemory!.forEach((peak) => expect(peak).toBeLessThanOrEqual(6000 + 1e-9));
+    expect(timelineProblems(slowLast, device.run)).toEqual([]);
+    const optimal = planPipeline(slowLast, { policy: 'optimal', memory: 'device', search, optimal: { solver: highs } });
+    expect(optimal.run.iterationMs).toBe(device.run.iterationMs);
+    expect(optimal.optimal).toBeUndefined(); // the MILP has no memory model: no bound is claimed
+  });
+
+  it('can fail: the host-memory plan for the same job does not fit the device', () => {
+    const host = planPipeline(slowLast, { policy: 'search', search });
+    expect(Math.max(...host.run.peakMemory!)).toBeGreaterThan(6000);
+  });
+
+  it('never worse than Alg. 1 and never above device memory, on random profiles', () => {
+    fc.assert(
+      fc.property(arbPlanProfile, (profile) => {
+        const model = toPipelineModel(profile);
+        let initial: number;
+        try {
+          initial = planPipeline(model, { policy: 'initial' }).run.iterationMs;
+        } catch {
+          return; // nothing fits this device
+        }
+        const adaptive = planPipeline(model, { policy: 'adaptive', memory: 'device' });
+        const found = planPipeline(model, { policy: 'search', memory: 'device', search: { maxEvaluations: 10, timeBudgetMs: Infinity } });
+        expect(adaptive.run.iterationMs).toBeLessThanOrEqual(initial);
+        expect(found.run.iterationMs).toBeLessThanOrEqual(adaptive.run.iterationMs);
+        for (const plan of [adaptive, found]) {
+          if (model.memLimit) plan.run.peakMemory!.forEach((peak, i) => expect(peak).toBeLessThanOrEqual(model.memLimit![i] * (1 + 1e-9) + 1e-9));
+          expect(timelineProblems(model, plan.run)).toEqual([]);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('can fail: Alg. 2 within device memory alone is worse than Alg. 1 on some profile, which the check above would catch', () => {
+    let found = false;
+    fc.assert(
+      fc.property(arbPlanProfile, (profile) => {
+        const model = toPipelineModel(profile);
+        try {
+          const initial = planPipeline(model, { policy: 'initial' }).run.iterationMs;
+          const warmup = adaptiveWarmup(model, deviceInflightCaps(model));
+          if (generateSchedule(model, { warmup }).iterationMs > initial) found = true;
+        } catch {
+          // nothing fits
         }
       }),
       { numRuns: 300, seed: 12 },

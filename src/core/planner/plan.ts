@@ -1,4 +1,4 @@
-import { WPlacement } from '../engine/engine';
+import { LookAhead, WPlacement } from '../engine/engine';
 import { EngineRun } from '../engine/engine-run.type';
 import { generateSchedule } from '../engine/generator';
 import { InputError } from '../input-error';
@@ -8,7 +8,7 @@ import { adaptiveWarmup } from './adaptive-planner';
 import { deviceInflightCaps, initialWarmup } from './initial-planner';
 import { PlanPolicy } from './plan-policy.type';
 import { MilpSolver, optimalPlan } from './optimal-planner';
-import { searchPlan, SearchOptions } from './search-planner';
+import { searchPlan, SearchOptions, SearchResult } from './search-planner';
 
 export interface PlanRequest {
   policy: PlanPolicy;
@@ -20,16 +20,25 @@ export interface PlanRequest {
   optimal?: { solver: MilpSolver; timeLimitMs?: number };
   /** Host-memory limit on microbatches in flight per stage for `adaptive` and `search` (default N). */
   hostInflightCaps?: readonly number[];
+  /**
+   * Where `adaptive`, `search` and `optimal` may keep activations: `host` (default; delegation
+   * offloads them) or `device`, for jobs without delegation or host memory: then they plan
+   * within the model's device memory limits, as `initial` does, and `hostInflightCaps` is unused.
+   */
+  memory?: 'host' | 'device';
 }
 
 export interface Plan {
   policy: PlanPolicy;
   warmup: number[];
   wPlacement: WPlacement[];
+  /** Set when the plan runs the generator beyond its defaults (the search's per-stage options): caps above the warm-up, look-ahead. */
+  inflightCap?: number[];
+  lookAhead?: LookAhead[];
   /** The generated schedule and its exact timing under the model's delays. */
   run: EngineRun;
   /** Set for `search`: how much it evaluated. */
-  search?: { evaluations: number; elapsedMs: number; adaptiveIterationMs: number };
+  search?: { evaluations: number; elapsedMs: number; adaptiveIterationMs: number; timedOut: boolean };
   /** Set for `optimal`: the proven bound, the gap to it and whether the MILP proved optimality. */
   optimal?: { boundMs: number; gap: number; proven: boolean; searchIterationMs: number };
 }
@@ -42,9 +51,13 @@ export function withHostMemory(model: PipelineModel): PipelineModel {
 /**
  * Chooses warm-up counts by policy and generates the full schedule under the model's delays.
  * `initial` keeps the device memory limits of the model; every other policy runs with memory
- * relaxed (delegation offloads activations to the host), bounded by `hostInflightCaps`.
+ * relaxed (delegation offloads activations to the host), bounded by `hostInflightCaps`, unless
+ * `memory: 'device'` keeps `adaptive`, `search` and `optimal` on the device too.
  */
 export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
+  if (request.memory === 'device' && (request.policy === 'adaptive' || request.policy === 'search' || request.policy === 'optimal')) {
+    return planWithinDeviceMemory(model, request);
+  }
   const { stages: S, microbatches: N } = model;
   const host = withHostMemory(model);
   const fill = (p: WPlacement): WPlacement[] => new Array<WPlacement>(S).fill(p);
@@ -77,19 +90,21 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
       const found = searchPlan(host, { ...request.search, inflightCaps: request.hostInflightCaps, extraSeeds: [initialWarmup(S, N, deviceInflightCaps(model))] });
       // Never worse than the simpler policy (the search starts from Alg. 2, but not from Alg. 1's device counts).
       const adaptive = planPipeline(model, { policy: 'adaptive', hostInflightCaps: request.hostInflightCaps });
-      const result = adaptive.run.iterationMs < found.run.iterationMs ? { ...found, warmup: adaptive.warmup, wPlacement: adaptive.wPlacement, run: adaptive.run } : found;
-      const search = { evaluations: result.evaluations, elapsedMs: result.elapsedMs, adaptiveIterationMs: result.adaptiveIterationMs };
+      const result = adaptive.run.iterationMs < found.run.iterationMs ? { ...found, warmup: adaptive.warmup, wPlacement: adaptive.wPlacement, inflightCap: adaptive.warmup, lookAhead: new Array<LookAhead>(S).fill(LookAhead.None), run: adaptive.run } : found;
+      const options = { inflightCap: result.inflightCap, lookAhead: result.lookAhead };
+      const search = { evaluations: result.evaluations, elapsedMs: result.elapsedMs, adaptiveIterationMs: result.adaptiveIterationMs, timedOut: result.timedOut };
       if (request.policy === 'optimal') {
         if (!request.optimal) throw new InputError('policy "optimal" needs the MILP solver (the highs package)');
         if (request.hostInflightCaps && request.hostInflightCaps.some((c) => c < N)) {
           // The MILP has no memory model: under host caps the search plan is what we can stand behind.
-          return { policy: 'optimal', warmup: result.warmup, wPlacement: result.wPlacement, run: result.run, search };
+          return { policy: 'optimal', warmup: result.warmup, wPlacement: result.wPlacement, ...options, run: result.run, search };
         }
         const exact = optimalPlan(host, request.optimal.solver, result.run, { timeLimitMs: request.optimal.timeLimitMs });
         return {
           policy: 'optimal',
           warmup: exact.warmStartKept ? result.warmup : warmupOf(exact.run.order),
           wPlacement: result.wPlacement,
+          ...(exact.warmStartKept ? options : {}),
           run: exact.run,
           search,
           optimal: { boundMs: exact.boundMs, gap: exact.gap, proven: exact.proven, searchIterationMs: result.run.iterationMs },
@@ -99,6 +114,7 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
         policy: 'search',
         warmup: result.warmup,
         wPlacement: result.wPlacement,
+        ...options,
         run: result.run,
         search,
       };
@@ -106,4 +122,42 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
     default:
       throw new InputError(`unknown policy "${String(request.policy)}"`);
   }
+}
+
+/**
+ * `adaptive`, `search` and `optimal` within device memory: the same searches on the model with
+ * its memory limits, the in-flight caps being what fits on each device. Alg. 1 gives every link
+ * the same slackness; with a slow link the best plan within the same memory fills the stages
+ * upstream of it instead, which the search finds. Never worse than Alg. 1 (the `initial` plan),
+ * which is a seed of the search and the fallback of `adaptive`. The MILP has no memory model, so
+ * `optimal` returns the search plan here.
+ */
+function planWithinDeviceMemory(model: PipelineModel, request: PlanRequest): Plan {
+  const { stages: S } = model;
+  const caps = deviceInflightCaps(model);
+  const lazy = new Array<WPlacement>(S).fill(WPlacement.Lazy);
+  const attempt = (warmup: number[]): Plan | InputError => {
+    try {
+      return { policy: request.policy, warmup, wPlacement: lazy, run: generateSchedule(model, { warmup, inflightCap: warmup, wPlacement: lazy }) };
+    } catch (error) {
+      if (error instanceof InputError) return error;
+      throw error;
+    }
+  };
+  const alg1Warmup = initialWarmup(S, model.microbatches, caps);
+  const alg1 = attempt(alg1Warmup);
+  const alg2 = attempt(adaptiveWarmup(model, caps));
+  if (alg1 instanceof InputError && alg2 instanceof InputError) throw alg1; // nothing fits this device
+  const adaptive = alg2 instanceof InputError || (!(alg1 instanceof InputError) && alg1.run.iterationMs < alg2.run.iterationMs) ? (alg1 as Plan) : alg2;
+  if (request.policy === 'adaptive') return adaptive;
+  let found: SearchResult;
+  try {
+    found = searchPlan(model, { ...request.search, inflightCaps: caps, extraSeeds: [alg1Warmup] });
+  } catch {
+    return adaptive; // the search starts from Alg. 2's counts, which do not fit here
+  }
+  const search = { evaluations: found.evaluations, elapsedMs: found.elapsedMs, adaptiveIterationMs: found.adaptiveIterationMs, timedOut: found.timedOut };
+  if (adaptive.run.iterationMs < found.run.iterationMs) return { ...adaptive, search };
+  // The run was generated with the search's per-stage options: the plan carries them.
+  return { policy: request.policy, warmup: found.warmup, wPlacement: found.wPlacement, inflightCap: found.inflightCap, lookAhead: found.lookAhead, run: found.run, search };
 }

@@ -34,7 +34,7 @@ describe('loadConfig', () => {
 
   it.each<[NodeJS.ProcessEnv, RegExp]>([
     [{ PIPEMORPH__control__minGain: '2' }, /control\.minGain must be <= 1/],
-    [{ PIPEMORPH__control__planner: 'magic' }, /control\.planner must be one of \["adaptive","search"\]/],
+    [{ PIPEMORPH__control__planner: 'magic' }, /control\.planner must be one of \["adaptive","search","optimal"\]/],
     [{ PORT: 'eighty' }, /http\.port must be integer/],
     [{ REDIS_URL: 'localhost:6379' }, /redis\.url must match pattern/],
     [{ PIPEMORPH__detection__windowSize: '2' }, /detection\.windowSize must be >= 3/],

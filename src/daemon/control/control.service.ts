@@ -1,8 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
-import { decideControl } from '../../core/control/job-controller';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -10,6 +9,7 @@ import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
+import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { inSpan } from '../tracing/tracer';
 
@@ -17,18 +17,25 @@ import { inSpan } from '../tracing/tracer';
 const HEALTHY_REFRESH_MS = 10000;
 
 /**
- * One control step for a job: detection snapshot -> decision (pure core) -> publish.
- * Steps of one job never overlap (JobRuntime.serialize); different jobs are independent.
+ * One control step for a job: detection snapshot -> decision (pure core, on a planning worker) ->
+ * publish. Steps of one job never overlap (JobRuntime.serialize); different jobs are independent.
+ * Ingest only triggers steps (`trigger`): while a job is being planned, reports of every job,
+ * this one included, go on being read and acknowledged.
  */
 @Injectable()
 export class ControlService {
+  private readonly logger = new Logger(ControlService.name);
   private readonly healthy = new WeakMap<JobRuntime, { at: number; ms: number }>();
+  /** Jobs with a triggered step that has not started yet: one waiting step covers every trigger since. */
+  private readonly waiting = new Map<JobRuntime, Promise<void>>();
+  private readonly running = new Set<Promise<void>>();
 
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly planning: PlanningPool,
   ) {}
 
   private get controlConfig(): ControlConfig {
@@ -38,7 +45,37 @@ export class ControlService {
   }
 
   evaluate(job: JobRuntime, now = this.clock.now()): Promise<void> {
-    return job.serialize(() => inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span)));
+    return job.serialize(() => this.traced(job, now));
+  }
+
+  /**
+   * Runs a step for `job` in the background, after any step in progress; the caller (the ingest
+   * loop) goes on at once. Triggers while a step waits to start add nothing: that step sees their
+   * input. Resolves when that step has ended; a failing step is logged (never rejects) and left to
+   * maintenance, which evaluates every job each run.
+   */
+  trigger(job: JobRuntime): Promise<void> {
+    const queued = this.waiting.get(job);
+    if (queued) return queued;
+    const step: Promise<void> = job
+      .serialize(() => {
+        this.waiting.delete(job);
+        return this.traced(job, this.clock.now());
+      })
+      .catch((error) => this.logger.error(`control step of job ${job.jobId} failed: ${(error as Error).message}`))
+      .finally(() => this.running.delete(step));
+    this.waiting.set(job, step);
+    this.running.add(step);
+    return step;
+  }
+
+  /** Resolves once every triggered step has ended (shutdown; tests). */
+  async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  private traced(job: JobRuntime, now: number): Promise<void> {
+    return inSpan('pipemorph.detect_plan', { 'pipemorph.job': job.jobId, 'pipemorph.epoch': job.epoch }, (span) => this.step(job, now, span));
   }
 
   private async step(job: JobRuntime, now: number, span: Span): Promise<void> {
@@ -67,7 +104,18 @@ export class ControlService {
       job.requestEvaluation();
       return;
     }
-    const outcome = decideControl(input, this.controlConfig);
+    let outcome;
+    try {
+      outcome = await this.planning.decide(input, this.controlConfig);
+    } catch (error) {
+      if (!(error instanceof PlanningError)) throw error;
+      // Counted by the pool. Not retried at once (a planner that throws would throw again): the
+      // next maintenance run (jobs.maintenanceCron) or report decides afresh.
+      this.logger.error(`job ${job.jobId}: planning failed (${error.reason}): ${error.message.split('\n')[0]}`);
+      job.evaluated();
+      return;
+    }
+    if (job.released) return; // let go while planning
     const slow = input.links.filter((l) => l.straggler);
     span.setAttributes({
       'pipemorph.stragglers': slow.length,
@@ -78,13 +126,18 @@ export class ControlService {
     this.metrics.planningDuration.observe((this.clock.monotonicMs() - started) / 1000);
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
-    this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, this.healthyMs(job, input, now) / 1000);
     job.evaluated();
     const decision = outcome.decision;
-    if (!decision) return;
-    this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
-    if (!job.committed) await this.publisher.publishInitial(job, decision, now);
-    else await this.publisher.prepare(job, decision, now);
+    if (decision) {
+      this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
+      // Timed from now, not from the step's start: planning may have taken a while.
+      const at = Math.max(now, this.clock.now());
+      if (!job.committed) await this.publisher.publishInitial(job, decision, at);
+      else await this.publisher.prepare(job, decision, at);
+    }
+    // The healthy yardstick is a gauge, not part of the decision: priced after publishing.
+    const healthyMs = await this.healthyMs(job, input, now).catch((error: Error) => (error instanceof PlanningError ? null : Promise.reject(error)));
+    if (healthyMs !== null && !job.released) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, healthyMs / 1000);
   }
 
   /**
@@ -93,11 +146,11 @@ export class ControlService {
    * pure decision on the input with the extra delays removed; recomputed every HEALTHY_REFRESH_MS
    * once the baselines are learned.
    */
-  private healthyMs(job: JobRuntime, input: JobControlInput, now: number): number {
+  private async healthyMs(job: JobRuntime, input: JobControlInput, now: number): Promise<number> {
     const cached = this.healthy.get(job);
     if (cached && now - cached.at < HEALTHY_REFRESH_MS) return cached.ms;
     const healthyInput: JobControlInput = { ...input, current: null, links: input.links.map((l) => ({ ...l, extraMs: 0, straggler: false, nicFailure: false })) };
-    const ms = decideControl(healthyInput, this.controlConfig).predictedStaticMs;
+    const ms = (await this.planning.decide(healthyInput, this.controlConfig)).predictedStaticMs;
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;

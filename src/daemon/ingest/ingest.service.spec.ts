@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
-import { ingestPass, metricValue, registeredJob, registration, serviceHarness, ServiceHarness, settle } from '../../../test/support/service-harness';
+import { ingestPass, metricValue, registeredJob, registration, reportIteration, runIterations, serviceHarness, ServiceHarness, settle } from '../../../test/support/service-harness';
 
 const spec = registration('ing');
 
@@ -139,5 +139,57 @@ describe('IngestService', () => {
     expect(otherJob.counters.rejected).toBe(0);
     expect(h.ingest.live).toBe(true);
     await stop(h);
+  });
+
+  it('goes on reading, acknowledging and deciding for every job while one job\'s plan is slow', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.minReplanIntervalMs = 0) });
+    const slowSpec = registration('slow-plan', 4);
+    const otherSpec = registration('other', 3);
+    const slowJob = await registeredJob(h, slowSpec);
+    const other = await registeredJob(h, otherSpec);
+    await runIterations(h, slowSpec, 0, 12);
+    // Every decision for the 4-stage job waits for `release` (a plan taking as long as the test wants).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const decide = h.planning.decide.bind(h.planning);
+    let heldSteps = 0;
+    h.planning.decide = async (input, config) => {
+      if (input.stages === 4) {
+        heldSteps++;
+        await held;
+      }
+      return decide(input, config);
+    };
+    const pass = async (spec: typeof slowSpec, iteration: number, slow: { link: number; extraMs: number } | null) => {
+      await reportIteration(h, spec, iteration, slow);
+      const { batches } = await h.store.readNew(h.registry.reportStreams(), h.config.ingest.consumerGroup, h.registry.replicaId, 1000, 0);
+      for (const batch of batches) await h.ingest.processStream(batch.stream, batch.entries);
+    };
+    for (let it = 12; it < 20; it++) {
+      h.clock.advance(100);
+      await pass(slowSpec, it, { link: 1, extraMs: 60 });
+      await pass(otherSpec, it - 12, null);
+    }
+    await settle();
+    expect(heldSteps).toBe(1); // one step in progress; later triggers wait behind it, coalesced
+    // Ingest went on: both jobs' reports were processed while the plan was held, and the other
+    // job's acknowledged. The planning job's wait for its decision: a replica taking it over
+    // meanwhile would claim them.
+    expect(slowJob.counters.reports).toBe(20 * 4);
+    expect(other.counters.reports).toBe(8 * 3);
+    const pending = (spec: typeof slowSpec) => h.store.pendingCount(jobKeys(spec.jobId).reports, h.config.ingest.consumerGroup);
+    expect(await pending(otherSpec)).toBe(0);
+    expect(await pending(slowSpec)).toBeGreaterThan(0);
+    expect(await h.ingest.claimIdle(slowSpec.jobId, 0)).toBe(0); // not claimed while waiting for the decision
+    expect(slowJob.switching.handshake).toBeNull();
+    // Can fail: awaiting the decision, as ingest did before, does not get past the held plan.
+    const awaited = h.control.evaluate(slowJob).then(() => 'decided');
+    expect(await Promise.race([awaited, settle().then(() => 'still planning')])).toBe('still planning');
+    release();
+    await awaited;
+    await h.control.settled();
+    await h.ingest.acknowledged();
+    expect(slowJob.switching.handshake).not.toBeNull(); // the held step decided on what it saw, and the straggler is answered
+    expect(await pending(slowSpec)).toBe(0);
   });
 });

@@ -45,8 +45,10 @@ export class IngestService {
   private lastPassAt: number;
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
   private readonly quarantined = new Map<string, number>();
-  /** Batches being processed per stream. */
+  /** Batches being processed, or waiting for their job's decision, per stream. */
   private readonly inFlight = new Map<string, number>();
+  /** Acknowledgements waiting for a decision (ControlService.trigger). */
+  private readonly acking = new Set<Promise<void>>();
   /**
    * Jobs whose idle pending entries maintenance asked to claim. The loop claims them between its
    * passes, never while a read is in hand: entries delivered by a read whose reply is slow to
@@ -94,11 +96,17 @@ export class IngestService {
     this.loop = this.run();
   }
 
-  /** Stops reading; the batch in hand is finished and acknowledged before this resolves. */
+  /** Stops reading; the batch in hand is finished, decided and acknowledged before this resolves. */
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
     this.loop = null;
+    await this.acknowledged();
+  }
+
+  /** Resolves once every batch waiting for its job's decision has been acknowledged. */
+  async acknowledged(): Promise<void> {
+    while (this.acking.size > 0) await Promise.allSettled([...this.acking]);
   }
 
   private async run(): Promise<void> {
@@ -263,10 +271,36 @@ export class IngestService {
         span.setAttribute('pipemorph.reports_total', job.ingestCounts.reports);
       });
       const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
-      if (evaluate || current.needsEvaluation) await this.control.evaluate(current);
-      // Acknowledged only once fully handled (decision included): an entry left pending is redone, idempotently.
-      await this.store.ack(stream, this.config.ingest.consumerGroup, entries.map((e) => e.id));
+      const ids = entries.map((e) => e.id);
+      if (!(evaluate || current.needsEvaluation)) {
+        await this.store.ack(stream, this.config.ingest.consumerGroup, ids);
+        return;
+      }
+      // The decision runs beside the loop (ControlService.trigger), so a slow plan does not delay
+      // reading; the entries are acknowledged once it is made. Until then they are pending: a
+      // replica that takes the job over meanwhile claims them and decides.
+      this.afterDecision(stream, this.control.trigger(current), ids);
     });
+  }
+
+  /** Acknowledges `ids` once `decided` settles; the stream counts as in flight until then (no claims). */
+  private afterDecision(stream: string, decided: Promise<void>, ids: string[]): void {
+    this.inFlight.set(stream, (this.inFlight.get(stream) ?? 0) + 1);
+    const ack: Promise<void> = decided
+      .then(() => this.store.ack(stream, this.config.ingest.consumerGroup, ids))
+      .then(
+        () => undefined,
+        (error: Error) => {
+          // Left pending: claimed and processed again (idempotently) once idle.
+          this.metrics.ingestErrors.inc();
+          this.logger.error(`acknowledging ${ids.length} entries of ${stream} failed: ${error.message}`);
+        },
+      )
+      .finally(() => {
+        this.inFlight.set(stream, this.inFlight.get(stream)! - 1);
+        this.acking.delete(ack);
+      });
+    this.acking.add(ack);
   }
 
   private async handleRegistration(entry: StreamEntry): Promise<void> {

@@ -109,6 +109,13 @@ export class MetricsService {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly planningQueue = new Gauge({ name: 'pipemorph_planning_queue', help: 'Control decisions waiting for a planning worker.', registers: [this.registry] });
+  readonly planningFailures = new Counter({
+    name: 'pipemorph_planning_failures_total',
+    help: 'Control decisions that failed: timeout (the worker was replaced), crash (the worker died) or error (the planner threw).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly scheduleVersion = new Gauge({ name: 'pipemorph_schedule_version', help: 'Version of the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
   readonly topologyVersion = new Gauge({
     name: 'pipemorph_topology_version',

@@ -3,6 +3,7 @@ import { schedule, ScheduledTask } from 'node-cron';
 import { Clock } from '../../core/clock/clock.type';
 import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { ControlService } from '../control/control.service';
 import { IngestService } from '../ingest/ingest.service';
 import { JobRegistry } from '../jobs/job-registry.service';
 import { MaintenanceService } from './maintenance.service';
@@ -29,6 +30,7 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     private readonly registry: JobRegistry,
     private readonly ingest: IngestService,
     private readonly maintenance: MaintenanceService,
+    private readonly control: ControlService,
     @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
@@ -70,6 +72,7 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     this.timers.clear();
     await this.cron?.destroy();
     await this.ingest.stop();
+    await this.control.settled(); // decisions in progress publish (or fail) before the leases go
     await this.registry.releaseAll();
     this.logger.log('stopped: batch in hand acknowledged, leases released');
   }

@@ -78,7 +78,8 @@ export class MaintenanceService {
     for (const job of this.registry.all()) {
       const open = job.switching.handshake;
       const due = (open && now >= open.deadline) || (job.needsEvaluation && !open && now >= job.switching.notBefore);
-      if (due) await this.control.evaluate(job, now).catch((error) => this.logger.error(`job ${job.jobId}: ${(error as Error).message}`));
+      // Triggered, not awaited: one job's planning does not hold up another's handshake deadline.
+      if (due) this.control.trigger(job);
     }
   }
 }

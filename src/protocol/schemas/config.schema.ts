@@ -189,9 +189,12 @@ export const configSchema = {
         "baselineWarmup",
         "enterAfter",
         "leaveAfter",
+        "severeExtraMs",
+        "severeEnterAfter",
         "minExtraMs",
         "delegationThresholdMs",
         "dpSlowRatio",
+        "dpMinExtraMs",
         "computeSlowRatio"
       ],
       "properties": {
@@ -220,6 +223,15 @@ export const configSchema = {
           "minimum": 1,
           "maximum": 1000
         },
+        "severeExtraMs": {
+          "type": "number",
+          "exclusiveMinimum": 0
+        },
+        "severeEnterAfter": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000
+        },
         "minExtraMs": {
           "type": "number",
           "minimum": 0
@@ -231,6 +243,10 @@ export const configSchema = {
         "dpSlowRatio": {
           "type": "number",
           "exclusiveMinimum": 1
+        },
+        "dpMinExtraMs": {
+          "type": "number",
+          "minimum": 0
         },
         "computeSlowRatio": {
           "type": "number",
@@ -244,24 +260,36 @@ export const configSchema = {
       "required": [
         "planner",
         "searchBudgetMs",
+        "searchEvaluations",
         "minGain",
         "maxDelegateQueues",
         "minReplanIntervalMs",
         "maxPlanCells",
         "gpuSendsInFlight",
-        "delegateCopyOverhead"
+        "delegateCopyOverhead",
+        "hostMemory",
+        "planningWorkers",
+        "planTimeoutMs",
+        "optimalMaxCells",
+        "optimalTimeLimitMs"
       ],
       "properties": {
         "planner": {
           "enum": [
             "adaptive",
-            "search"
+            "search",
+            "optimal"
           ]
         },
         "searchBudgetMs": {
           "type": "number",
           "minimum": 1,
           "maximum": 10000
+        },
+        "searchEvaluations": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000
         },
         "minGain": {
           "type": "number",
@@ -292,6 +320,29 @@ export const configSchema = {
           "type": "number",
           "minimum": 0,
           "maximum": 1
+        },
+        "hostMemory": {
+          "type": "boolean"
+        },
+        "planningWorkers": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 64
+        },
+        "planTimeoutMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 600000
+        },
+        "optimalMaxCells": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 4096
+        },
+        "optimalTimeLimitMs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 60000
         }
       }
     },

@@ -1,4 +1,4 @@
-import { MilpSolver } from '../core/planner/optimal-planner';
+import { MilpSolver } from '../../core/planner/optimal-planner';
 
 /** Loads HiGHS (WebAssembly, no network) for the optimal policy; only when that policy is asked for. */
 export async function loadMilpSolver(): Promise<MilpSolver> {

@@ -1,0 +1,167 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { ControlConfig } from '../../core/control/control-config.type';
+import { ControlOutcome } from '../../core/control/control-decision.type';
+import { JobControlInput } from '../../core/control/control-input.type';
+import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
+import { MilpSolver } from '../../core/planner/optimal-planner';
+import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
+import { MetricsService } from '../metrics/metrics.service';
+import { loadMilpSolver } from './load-milp-solver.util';
+import { PlanningRequest, PlanningResponse } from './planning-message.type';
+
+/** Why a decision failed; the control step logs it, counts it and tries again later. */
+export class PlanningError extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'timeout' | 'crash' | 'error',
+  ) {
+    super(message);
+  }
+}
+
+interface Task {
+  request: PlanningRequest;
+  resolve(outcome: ControlOutcome): void;
+  reject(error: PlanningError): void;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | null;
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * The compiled worker: beside this file when the daemon runs from dist; from dist as well when
+ * the sources run under Jest (npm test builds first), since a worker thread cannot load TypeScript.
+ */
+export function planningWorkerPath(): string {
+  for (const path of [join(__dirname, 'planning.worker.js'), join(__dirname, '..', '..', '..', 'dist', 'src', 'daemon', 'planning', 'planning.worker.js')]) {
+    if (existsSync(path)) return path;
+  }
+  throw new Error('planning worker not found: run `npm run build` (dist/src/daemon/planning/planning.worker.js)');
+}
+
+/**
+ * Runs control decisions (detection snapshot in, decision out; the pure core) off the event loop
+ * on `control.planningWorkers` worker threads, so that a slow plan cannot delay ingest, lease
+ * renewals, handshakes or HTTP. Decisions queue in arrival order; one that overruns
+ * `control.planTimeoutMs` is abandoned and its worker replaced; a worker that dies fails only
+ * its own decision. With 0 workers decisions run inline (unit tests, debugging).
+ */
+@Injectable()
+export class PlanningPool implements OnApplicationShutdown {
+  private readonly logger = new Logger(PlanningPool.name);
+  private readonly slots: Slot[] = [];
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+  private solver: Promise<MilpSolver> | null = null;
+  /** Overridable for tests (a worker that crashes or hangs). */
+  workerPath: () => string = planningWorkerPath;
+
+  constructor(
+    @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async decide(input: JobControlInput, config: ControlConfig): Promise<ControlOutcome> {
+    if (this.closed) throw new PlanningError('planning pool is shut down', 'error');
+    if (this.config.control.planningWorkers === 0) return this.decideInline(input, config);
+    return new Promise<ControlOutcome>((resolve, reject) => {
+      this.queue.push({ request: { id: this.nextId++, input, config }, resolve, reject });
+      this.dispatch();
+    });
+  }
+
+  /** Workers started (they start on the first decision, so a daemon that never plans runs none). */
+  get workers(): number {
+    return this.slots.length;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    for (const task of this.queue.splice(0)) task.reject(new PlanningError('planning pool is shut down', 'error'));
+    await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, new PlanningError('planning pool is shut down', 'error'))));
+    this.metrics.planningQueue.set(0);
+  }
+
+  private async decideInline(input: JobControlInput, config: ControlConfig): Promise<ControlOutcome> {
+    const milp = usesMilpSolver(config) ? await (this.solver ??= loadMilpSolver()) : undefined;
+    try {
+      return decideControl(input, config, milp);
+    } catch (error) {
+      this.metrics.planningFailures.inc({ reason: 'error' });
+      throw new PlanningError((error as Error).message, 'error');
+    }
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      let slot = this.slots.find((s) => s.task === null);
+      if (!slot && this.slots.length < this.config.control.planningWorkers) slot = this.spawn();
+      if (!slot) break;
+      const task = this.queue.shift()!;
+      slot.task = task;
+      slot.timer = setTimeout(() => {
+        this.metrics.planningFailures.inc({ reason: 'timeout' });
+        this.logger.error(`planning took longer than control.planTimeoutMs (${this.config.control.planTimeoutMs} ms): worker replaced`);
+        void this.replace(slot!, new PlanningError(`planning took longer than ${this.config.control.planTimeoutMs} ms`, 'timeout'));
+      }, this.config.control.planTimeoutMs);
+      slot.worker.postMessage(task.request);
+    }
+    this.metrics.planningQueue.set(this.queue.length);
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.workerPath());
+    const slot: Slot = { worker, task: null, timer: null };
+    worker.on('message', (response: PlanningResponse) => {
+      const task = slot.task;
+      if (!task || task.request.id !== response.id) return; // the answer to a decision already abandoned
+      this.finish(slot);
+      if ('error' in response) {
+        this.metrics.planningFailures.inc({ reason: 'error' });
+        task.reject(new PlanningError(response.error, 'error'));
+      } else task.resolve(response.outcome);
+      this.dispatch();
+    });
+    worker.on('error', (error) => {
+      this.logger.error(`planning worker failed: ${error.message}`);
+    });
+    worker.on('exit', (code) => {
+      if (!this.slots.includes(slot)) return; // retired on purpose
+      this.metrics.planningFailures.inc({ reason: 'crash' });
+      this.logger.error(`planning worker exited (code ${code}): replaced`);
+      void this.replace(slot, new PlanningError(`planning worker exited with code ${code}`, 'crash'));
+    });
+    worker.unref(); // an idle pool does not keep the process alive
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private finish(slot: Slot): Task | null {
+    const task = slot.task;
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = null;
+    slot.task = null;
+    return task;
+  }
+
+  /** Fails the slot's decision, terminates its worker and lets a new one start on demand. */
+  private async replace(slot: Slot, error: PlanningError): Promise<void> {
+    const index = this.slots.indexOf(slot);
+    if (index < 0) return;
+    this.slots.splice(index, 1);
+    await this.retire(slot, error);
+    this.dispatch();
+  }
+
+  private async retire(slot: Slot, error: PlanningError): Promise<void> {
+    this.finish(slot)?.reject(error);
+    await slot.worker.terminate();
+  }
+}

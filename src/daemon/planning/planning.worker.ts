@@ -1,0 +1,28 @@
+/**
+ * A planning worker thread: decides control for one job at a time (decideControl, the pure core)
+ * so that a slow plan (a search or an MILP solve of tens to hundreds of ms) never blocks the
+ * daemon's event loop, where ingest, leases, handshakes and HTTP run.
+ */
+import { parentPort } from 'node:worker_threads';
+import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
+import { MilpSolver } from '../../core/planner/optimal-planner';
+import { loadMilpSolver } from './load-milp-solver.util';
+import { PlanningRequest, PlanningResponse } from './planning-message.type';
+
+let solver: Promise<MilpSolver> | null = null;
+
+async function decide(request: PlanningRequest): Promise<PlanningResponse> {
+  try {
+    // HiGHS is loaded once, on the first request that can use it.
+    const milp = usesMilpSolver(request.config) ? await (solver ??= loadMilpSolver()) : undefined;
+    return { id: request.id, outcome: decideControl(request.input, request.config, milp) };
+  } catch (error) {
+    return { id: request.id, error: (error as Error)?.stack ?? String(error) };
+  }
+}
+
+if (!parentPort) throw new Error('planning.worker must run as a worker thread');
+const port = parentPort;
+port.on('message', (request: PlanningRequest) => {
+  void decide(request).then((response) => port.postMessage(response));
+});

@@ -1,0 +1,153 @@
+/**
+ * The planning pool with real worker threads (the compiled worker in dist: npm test builds first):
+ * decisions equal the pure core's, a worker that dies or hangs fails only its own decision and
+ * is replaced, and the optimal policy is used exactly for jobs small enough.
+ */
+import defaults from '../config/default.json';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
+import { JobControlInput } from '../src/core/control/control-input.type';
+import { decideControl, initialPipelines } from '../src/core/control/job-controller';
+import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
+import { MetricsService } from '../src/daemon/metrics/metrics.service';
+import { PlanningError, PlanningPool, planningWorkerPath } from '../src/daemon/planning/planning-pool.service';
+
+/** S stages, N microbatches, one replica, link 1 slower by `extraMs`, running the initial plan. */
+function straggling(S: number, N: number, extraMs = 60): JobControlInput {
+  const base: JobControlInput = {
+    stages: S,
+    microbatches: N,
+    dpSize: 1,
+    fMs: Array.from({ length: S }, (_, i) => 8 + i),
+    bMs: Array.from({ length: S }, (_, i) => 12 - i),
+    wMs: new Array<number>(S).fill(7),
+    deviceCaps: new Array<number>(S).fill(S),
+    hostCaps: new Array<number>(S).fill(N),
+    links: Array.from({ length: S - 1 }, (_, l) => ({ dp: 0, link: l, upRank: l, downRank: l + 1, baselineMs: 0.5, extraMs: l === 1 ? extraMs : 0, straggler: l === 1, nicFailure: false })),
+    current: null,
+  };
+  return { ...base, current: { pipelines: initialPipelines(base), delegation: [] } };
+}
+
+function pool(overrides: Partial<PipemorphConfig['control']> = {}): { pool: PlanningPool; metrics: MetricsService } {
+  const config = structuredClone(defaults) as PipemorphConfig;
+  Object.assign(config.control, overrides);
+  const metrics = new MetricsService();
+  return { pool: new PlanningPool(config, metrics), metrics };
+}
+
+/** A worker script that does `behaviour` with every request. */
+function fakeWorker(behaviour: 'exit' | 'hang'): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'pipemorph-worker-')), `${behaviour}.js`);
+  const body = behaviour === 'exit' ? 'process.exit(3)' : '/* never answers */';
+  writeFileSync(path, `require('node:worker_threads').parentPort.on('message', () => { ${body} });\n`);
+  return path;
+}
+
+/** Schedules come back as the worker realm's typed arrays: compared as plain data. */
+function plain<T>(value: T): unknown {
+  return JSON.parse(JSON.stringify(value, (_key, v: unknown) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v)));
+}
+
+async function failures(metrics: MetricsService, reason: string): Promise<number> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'pipemorph_planning_failures_total');
+  return ((metric?.values ?? []) as Array<{ value: number; labels: Record<string, string> }>).filter((v) => v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
+}
+
+const search: ControlConfig = { ...DEFAULT_CONTROL_CONFIG, planner: 'search', searchBudgetMs: 60000, searchEvaluations: 150 };
+
+describe('PlanningPool (worker threads)', () => {
+  it('decides on a worker exactly as the pure core does inline', async () => {
+    const { pool: p } = pool({ planningWorkers: 2 });
+    try {
+      for (const [input, config] of [
+        [straggling(4, 16), DEFAULT_CONTROL_CONFIG],
+        [straggling(8, 32), search],
+        [{ ...straggling(4, 8), current: null }, DEFAULT_CONTROL_CONFIG],
+      ] as const) {
+        expect(plain(await p.decide(input, config))).toEqual(plain(decideControl(input, config)));
+      }
+      // Concurrent decisions queue for the two workers and each gets its own answer.
+      const inputs = [4, 5, 6, 7, 8].map((S) => straggling(S, 2 * S));
+      const outcomes = await Promise.all(inputs.map((input) => p.decide(input, search)));
+      outcomes.forEach((o, k) => expect(plain(o)).toEqual(plain(decideControl(inputs[k], search))));
+      expect(p.workers).toBe(2);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('can fail: a decision made for other delays is not equal', async () => {
+    const { pool: p } = pool();
+    try {
+      expect(plain(await p.decide(straggling(4, 16, 60), DEFAULT_CONTROL_CONFIG))).not.toEqual(plain(decideControl(straggling(4, 16, 30), DEFAULT_CONTROL_CONFIG)));
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('a worker that dies fails its own decision (crash, counted) and the next decision gets a new worker', async () => {
+    const { pool: p, metrics } = pool();
+    try {
+      p.workerPath = () => fakeWorker('exit');
+      await expect(p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG)).rejects.toMatchObject({ reason: 'crash' });
+      expect(await failures(metrics, 'crash')).toBe(1);
+      p.workerPath = planningWorkerPath;
+      expect(plain(await p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG))).toEqual(plain(decideControl(straggling(4, 16), DEFAULT_CONTROL_CONFIG)));
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('a decision past control.planTimeoutMs fails (timeout, counted), its worker is replaced, and queued decisions still run', async () => {
+    const { pool: p, metrics } = pool({ planTimeoutMs: 300 });
+    try {
+      p.workerPath = () => fakeWorker('hang');
+      const hung = p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG);
+      p.workerPath = planningWorkerPath; // the replacement is a real worker
+      const queued = p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG);
+      await expect(hung).rejects.toBeInstanceOf(PlanningError);
+      await expect(hung).rejects.toMatchObject({ reason: 'timeout' });
+      expect(plain(await queued)).toEqual(plain(decideControl(straggling(4, 16), DEFAULT_CONTROL_CONFIG)));
+      expect(await failures(metrics, 'timeout')).toBe(1);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('a planner error comes back as an error, not a dead worker', async () => {
+    const { pool: p, metrics } = pool();
+    try {
+      const broken = { ...DEFAULT_CONTROL_CONFIG, planner: 'magic' } as unknown as ControlConfig; // the planner throws: unknown policy
+      await expect(p.decide(straggling(4, 16), broken)).rejects.toMatchObject({ reason: 'error' });
+      expect(await failures(metrics, 'error')).toBe(1);
+      expect(await failures(metrics, 'crash')).toBe(0);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('planner "optimal": the exact MILP for jobs within optimalMaxCells (never worse than the search), the search above', async () => {
+    const { pool: p } = pool();
+    const optimal: ControlConfig = { ...search, planner: 'optimal', optimalMaxCells: 40, optimalTimeLimitMs: 5000 };
+    try {
+      const small = straggling(4, 10); // 40 cells
+      const exact = (await p.decide(small, optimal)).decision!;
+      const searched = decideControl(small, search).decision!;
+      expect(exact.detail).toMatch(/re-planned \(optimal\)/);
+      expect(exact.predictedNewMs).toBeLessThanOrEqual(searched.predictedNewMs + 1e-9);
+      const large = straggling(4, 12); // 48 cells: the search's plan
+      expect(plain((await p.decide(large, optimal)).decision!.pipelines)).toEqual(plain(decideControl(large, search).decision!.pipelines));
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('after shutdown, decisions fail at once', async () => {
+    const { pool: p } = pool();
+    await p.onApplicationShutdown();
+    await expect(p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG)).rejects.toBeInstanceOf(PlanningError);
+  });
+});
