@@ -38,11 +38,18 @@ function pool(overrides: Partial<PipemorphConfig['control']> = {}): { pool: Plan
   return { pool: new PlanningPool(config, metrics), metrics };
 }
 
-/** A worker script that does `behaviour` with every request. */
+/** A worker script that starts like the real one (ready) and does `behaviour` with every request. */
 function fakeWorker(behaviour: 'exit' | 'hang'): string {
   const path = join(mkdtempSync(join(tmpdir(), 'pipemorph-worker-')), `${behaviour}.js`);
   const body = behaviour === 'exit' ? 'process.exit(3)' : '/* never answers */';
-  writeFileSync(path, `require('node:worker_threads').parentPort.on('message', () => { ${body} });\n`);
+  writeFileSync(path, `const { parentPort } = require('node:worker_threads');\nparentPort.on('message', () => { ${body} });\nparentPort.postMessage({ ready: true });\n`);
+  return path;
+}
+
+/** The real worker after a start-up of `ms` (a cold machine: module loading, WebAssembly compilation). */
+function slowStartingWorker(ms: number): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'pipemorph-worker-')), 'slow-start.js');
+  writeFileSync(path, `const until = Date.now() + ${ms};\nwhile (Date.now() < until);\nrequire(${JSON.stringify(planningWorkerPath())});\n`);
   return path;
 }
 
@@ -111,6 +118,29 @@ describe('PlanningPool (worker threads)', () => {
       await expect(hung).rejects.toBeInstanceOf(PlanningError);
       await expect(hung).rejects.toMatchObject({ reason: 'timeout' });
       expect(plain(await queued)).toEqual(plain(decideControl(straggling(4, 16), DEFAULT_CONTROL_CONFIG)));
+      expect(await failures(metrics, 'timeout')).toBe(1);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('a worker slow to start is not timed out: control.planTimeoutMs counts from the worker being ready', async () => {
+    const { pool: p, metrics } = pool({ planTimeoutMs: 300 });
+    try {
+      p.workerPath = () => slowStartingWorker(900);
+      expect(plain(await p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG))).toEqual(plain(decideControl(straggling(4, 16), DEFAULT_CONTROL_CONFIG)));
+      expect(await failures(metrics, 'timeout')).toBe(0);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('can fail: a decision that itself takes longer than control.planTimeoutMs on a ready worker is timed out', async () => {
+    const { pool: p, metrics } = pool({ planTimeoutMs: 50 });
+    const slow: ControlConfig = { ...search, searchEvaluations: 100000, searchBudgetMs: 60000 };
+    try {
+      await p.decide(straggling(4, 8), DEFAULT_CONTROL_CONFIG); // the worker is up
+      await expect(p.decide(straggling(8, 32), slow)).rejects.toMatchObject({ reason: 'timeout' });
       expect(await failures(metrics, 'timeout')).toBe(1);
     } finally {
       await p.onApplicationShutdown();

@@ -10,3 +10,11 @@ export interface PlanningRequest {
 }
 
 export type PlanningResponse = { id: number; outcome: ControlOutcome } | { id: number; error: string };
+
+/** Sent once by a worker when it has loaded what it plans with; decisions are sent to it after that. */
+export type PlanningReady = { ready: true } | { ready: false; error: string };
+
+export interface PlanningWorkerData {
+  /** Load HiGHS at start-up (the daemon's policy is `optimal`), not on the first decision. */
+  preloadMilp: boolean;
+}

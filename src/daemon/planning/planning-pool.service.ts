@@ -10,7 +10,10 @@ import { MilpSolver } from '../../core/planner/optimal-planner';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { MetricsService } from '../metrics/metrics.service';
 import { loadMilpSolver } from './load-milp-solver.util';
-import { PlanningRequest, PlanningResponse } from './planning-message.type';
+import { PlanningReady, PlanningRequest, PlanningResponse, PlanningWorkerData } from './planning-message.type';
+
+/** A worker not ready this long after it started (loading hung) counts as crashed and is replaced. */
+const WORKER_START_TIMEOUT_MS = 30_000;
 
 /** Why a decision failed; the control step logs it, counts it and tries again later. */
 export class PlanningError extends Error {
@@ -30,6 +33,8 @@ interface Task {
 
 interface Slot {
   worker: Worker;
+  /** Loaded and listening; decisions are sent (and timed) only from then on. */
+  ready: boolean;
   task: Task | null;
   timer: NodeJS.Timeout | null;
 }
@@ -48,9 +53,11 @@ export function planningWorkerPath(): string {
 /**
  * Runs control decisions (detection snapshot in, decision out; the pure core) off the event loop
  * on `control.planningWorkers` worker threads, so that a slow plan cannot delay ingest, lease
- * renewals, handshakes or HTTP. Decisions queue in arrival order; one that overruns
- * `control.planTimeoutMs` is abandoned and its worker replaced; a worker that dies fails only
- * its own decision. With 0 workers decisions run inline (unit tests, debugging).
+ * renewals, handshakes or HTTP. Decisions queue in arrival order and go to a worker once it has
+ * loaded (HiGHS included when the policy is `optimal`); one that overruns `control.planTimeoutMs`
+ * from there is abandoned and its worker replaced, so a cold start is never taken for a slow plan;
+ * a worker that dies fails only its own decision. With 0 workers decisions run inline (unit
+ * tests, debugging).
  */
 @Injectable()
 export class PlanningPool implements OnApplicationShutdown {
@@ -101,15 +108,18 @@ export class PlanningPool implements OnApplicationShutdown {
 
   private dispatch(): void {
     while (this.queue.length > 0 && !this.closed) {
-      let slot = this.slots.find((s) => s.task === null);
-      if (!slot && this.slots.length < this.config.control.planningWorkers) slot = this.spawn();
-      if (!slot) break;
+      const slot = this.slots.find((s) => s.ready && s.task === null);
+      if (!slot) {
+        if (this.slots.length < this.config.control.planningWorkers) this.spawn();
+        if (!this.slots.some((s) => s.ready && s.task === null)) break;
+        continue;
+      }
       const task = this.queue.shift()!;
       slot.task = task;
       slot.timer = setTimeout(() => {
         this.metrics.planningFailures.inc({ reason: 'timeout' });
         this.logger.error(`planning took longer than control.planTimeoutMs (${this.config.control.planTimeoutMs} ms): worker replaced`);
-        void this.replace(slot!, new PlanningError(`planning took longer than ${this.config.control.planTimeoutMs} ms`, 'timeout'));
+        void this.replace(slot, new PlanningError(`planning took longer than ${this.config.control.planTimeoutMs} ms`, 'timeout'));
       }, this.config.control.planTimeoutMs);
       slot.worker.postMessage(task.request);
     }
@@ -117,9 +127,23 @@ export class PlanningPool implements OnApplicationShutdown {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(this.workerPath());
-    const slot: Slot = { worker, task: null, timer: null };
-    worker.on('message', (response: PlanningResponse) => {
+    const workerData: PlanningWorkerData = { preloadMilp: this.config.control.planner === 'optimal' && this.config.control.optimalMaxCells > 0 };
+    const worker = new Worker(this.workerPath(), { workerData });
+    const slot: Slot = { worker, ready: false, task: null, timer: null };
+    slot.timer = setTimeout(() => {
+      this.metrics.planningFailures.inc({ reason: 'crash' });
+      this.logger.error(`planning worker not ready after ${WORKER_START_TIMEOUT_MS} ms: replaced`);
+      void this.replace(slot, new PlanningError('planning worker did not start', 'crash'));
+    }, WORKER_START_TIMEOUT_MS);
+    worker.on('message', (message: PlanningResponse | PlanningReady) => {
+      if ('ready' in message) {
+        if (!message.ready) this.logger.error(`planning worker could not load the MILP solver: ${message.error.split('\n')[0]}`);
+        this.finish(slot);
+        slot.ready = true;
+        this.dispatch();
+        return;
+      }
+      const response = message;
       const task = slot.task;
       if (!task || task.request.id !== response.id) return; // the answer to a decision already abandoned
       this.finish(slot);

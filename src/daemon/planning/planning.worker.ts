@@ -3,11 +3,11 @@
  * so that a slow plan (a search or an MILP solve of tens to hundreds of ms) never blocks the
  * daemon's event loop, where ingest, leases, handshakes and HTTP run.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
 import { MilpSolver } from '../../core/planner/optimal-planner';
 import { loadMilpSolver } from './load-milp-solver.util';
-import { PlanningRequest, PlanningResponse } from './planning-message.type';
+import { PlanningRequest, PlanningResponse, PlanningWorkerData } from './planning-message.type';
 
 let solver: Promise<MilpSolver> | null = null;
 
@@ -26,3 +26,11 @@ const port = parentPort;
 port.on('message', (request: PlanningRequest) => {
   void decide(request).then((response) => port.postMessage(response));
 });
+// Ready once loaded (HiGHS too when the daemon's policy uses it): the pool times decisions from
+// here, so a cold start (module loading, WebAssembly compilation) is not counted as planning.
+const data = workerData as PlanningWorkerData | undefined;
+const loading: Promise<unknown> = data?.preloadMilp ? (solver ??= loadMilpSolver()) : Promise.resolve();
+void loading.then(
+  () => port.postMessage({ ready: true }),
+  (error: Error) => port.postMessage({ ready: false, error: error?.stack ?? String(error) }),
+);
