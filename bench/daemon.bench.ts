@@ -443,6 +443,14 @@ async function main(): Promise<void> {
     await redis.quit();
     return;
   }
+  if (process.argv[2] === 'loop') {
+    // Only the control-loop trials on a worker, printed, results file untouched (profiling runs).
+    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), 1);
+    const ms = trials.map((t) => t.ms);
+    console.log(JSON.stringify({ trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms) }));
+    await redis.quit();
+    return;
+  }
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
   // Planning on a worker (the default) and on the event loop, alternating rounds of 25 trials, so

@@ -52,7 +52,9 @@ export class DaemonProcess {
     const env: NodeJS.ProcessEnv = { ...process.env, PIPEMORPH_CONFIG: this.configPath };
     delete env.REDIS_URL;
     delete env.PORT;
-    const child = spawn(process.execPath, [DAEMON_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // PIPEMORPH_DAEMON_NODE_ARGS: extra node flags for the daemon only (e.g. --cpu-prof when profiling a bench).
+    const nodeArgs = (process.env.PIPEMORPH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, DAEMON_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
     this.child = child;

@@ -201,3 +201,30 @@ describe('decideControl', () => {
     });
   });
 });
+
+describe('pricing shared within a decision', () => {
+  it('a simulation cache shared by predictMs calls gives what fresh calls give, for different schedules under the same delays', () => {
+    const base = input({ links: [link(0, 1, 40), link(1, 1, 0, false)] });
+    const { now } = replicaDelays(base);
+    const initial = initialPipelines(base);
+    const planned = initialPipelines(input({ deviceCaps: [1, 1, 1, 1], links: base.links })); // warm-up [1, 1, 1, 1]: slower
+    const shared = new Map<string, number>();
+    const viaShared = [predictMs(base, initial, now, [], undefined, shared), predictMs(base, planned, now, [], undefined, shared)];
+    const fresh = [predictMs(base, initial, now), predictMs(base, planned, now)];
+    expect(viaShared).toEqual(fresh);
+    // Can fail: the two plans price differently, so a cache conflating them would be caught.
+    expect(fresh[0]).not.toBe(fresh[1]);
+  });
+
+  it('initialPipelines gives the caller its own copy of a remembered plan', () => {
+    const base = input();
+    const first = initialPipelines(base);
+    first[0].warmup[0] = 99;
+    first[0].schedule[0][0] = -1;
+    const second = initialPipelines(base);
+    expect(second[0].warmup).toEqual([6, 4, 2, 1]);
+    expect(second[0].schedule[0][0]).not.toBe(-1);
+    // A different input is not served the remembered plan.
+    expect(initialPipelines(input({ deviceCaps: [4, 4, 4, 4] }))[0].warmup).toEqual([4, 3, 2, 1]);
+  });
+});

@@ -98,29 +98,39 @@ function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: num
   return true;
 }
 
-/** A content key of a set of replica plans: equal plans price equally. */
-function plansKey(pipelines: PipelineGroupPlan[]): string {
-  return pipelines.map((p) => `${p.dpReplicas.join(',')}:${p.schedule.map((stage) => stage.join(',')).join(';')}`).join('/');
+/** A content key of one schedule: replicas running equal schedules under equal delays price equally. */
+function scheduleKey(schedule: Schedule): string {
+  return schedule.map((stage) => stage.join(',')).join(';');
 }
 
 /**
  * Iteration time of a job running `pipelines` with `delegation` under per-replica delays: the
  * slowest replica (they meet in the DP all-reduce). Sends are priced with the ranks' transport:
  * GPU-direct sends block compute when `gpuSendsInFlight` are in flight, delegated links queue on
- * their CPU queues, delegating ranks pay the copy overhead.
+ * their CPU queues, delegating ranks pay the copy overhead. `simulated` (schedule, delays and
+ * transport -> ms) may be shared by the calls of one decision: healthy replicas run the same
+ * schedule under every candidate plan and are simulated once.
  */
-export function predictMs(input: JobControlInput, pipelines: PipelineGroupPlan[], delays: number[][], delegation: readonly DelegationPlan[] = [], transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG): number {
-  const cache = new Map<string, number>();
+export function predictMs(
+  input: JobControlInput,
+  pipelines: PipelineGroupPlan[],
+  delays: number[][],
+  delegation: readonly DelegationPlan[] = [],
+  transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG,
+  simulated = new Map<string, number>(),
+): number {
   let worst = 0;
   for (const group of pipelines) {
+    let groupKey: string | null = null;
     for (const dp of group.dpReplicas) {
       if (dp >= input.dpSize) continue;
       const links = linkTransportOf(input, dp, delegation, transport);
-      const key = pipelines.indexOf(group) + '|' + delays[dp].join(',') + '|' + transportKey(links);
-      let ms = cache.get(key);
+      groupKey ??= scheduleKey(group.schedule);
+      const key = groupKey + '|' + delays[dp].join(',') + '|' + transportKey(links);
+      let ms = simulated.get(key);
       if (ms === undefined) {
         ms = simulateSchedule(modelOf(input, delays[dp], links), group.schedule).iterationMs;
-        cache.set(key, ms);
+        simulated.set(key, ms);
       }
       worst = Math.max(worst, ms);
     }
@@ -132,13 +142,29 @@ function maxDelays(delays: number[][], replicas: number[]): number[] {
   return delays[replicas[0]].map((_, i) => Math.max(...replicas.map((dp) => delays[dp][i])));
 }
 
+/**
+ * Initial plans generated lately, by content: every decision of a job prices the initial plan, and
+ * its inputs (stage times, device caps, learned baselines) rarely change between decisions.
+ * Bounded; a decision on a worker thread keeps its own.
+ */
+const initialPlans = new Map<string, { warmup: number[]; schedule: Schedule }>();
+const INITIAL_PLANS_KEPT = 32;
+
 /** The initial plan (paper Alg. 1 within device memory) for all replicas, generated for the healthy delays. */
 export function initialPipelines(input: JobControlInput): PipelineGroupPlan[] {
   const { healthy } = replicaDelays(input);
   const all = Array.from({ length: input.dpSize }, (_, dp) => dp);
-  const warmup = initialWarmup(input.stages, input.microbatches, input.deviceCaps);
-  const schedule: Schedule = generateSchedule(modelOf(input, maxDelays(healthy, all)), { warmup }).order;
-  return [{ dpReplicas: all, warmup, schedule }];
+  const delays = maxDelays(healthy, all);
+  const key = [input.stages, input.microbatches, input.fMs, input.bMs, input.wMs, input.deviceCaps, delays].map(String).join('|');
+  let plan = initialPlans.get(key);
+  if (!plan) {
+    const warmup = initialWarmup(input.stages, input.microbatches, input.deviceCaps);
+    plan = { warmup, schedule: generateSchedule(modelOf(input, delays), { warmup }).order };
+    if (initialPlans.size >= INITIAL_PLANS_KEPT) initialPlans.delete(initialPlans.keys().next().value!);
+    initialPlans.set(key, plan);
+  }
+  // Copies: callers own what they are given.
+  return [{ dpReplicas: all, warmup: plan.warmup.slice(), schedule: plan.schedule.map((stage) => stage.slice()) }];
 }
 
 /** Whether decisions under `config` can use the exact planner, so its caller should load the MILP solver. */
@@ -212,15 +238,10 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
   const transport = config.transport ?? DEFAULT_TRANSPORT_CONFIG;
   const { now } = replicaDelays(input);
   const initial = initialPipelines(input);
-  // The same plan is often priced twice in one decision (the schedule in force is the initial
-  // plan; kept and re-planned share delegation): each simulation costs about a millisecond at 8 x 32.
-  const priced = new Map<string, number>();
-  const predict = (pipelines: PipelineGroupPlan[], delegation: readonly DelegationPlan[]): number => {
-    const key = `${plansKey(pipelines)}|${delegation.map((d) => `${d.rank}:${d.sendQueues}:${d.recvQueues}`).join(',')}`;
-    let ms = priced.get(key);
-    if (ms === undefined) priced.set(key, (ms = predictMs(input, pipelines, now, delegation, transport)));
-    return ms;
-  };
+  // The same replica schedule is often priced several times in one decision (the schedule in force
+  // is the initial plan, healthy replicas keep it in every candidate): each simulation is simulated once.
+  const simulated = new Map<string, number>();
+  const predict = (pipelines: PipelineGroupPlan[], delegation: readonly DelegationPlan[]): number => predictMs(input, pipelines, now, delegation, transport, simulated);
   const predictedStaticMs = predict(initial, []);
   const stragglers = input.links.filter((l) => l.straggler && l.dp < input.dpSize && l.link < input.stages - 1);
   const reasonLinks = stragglers.map(({ dp, link, upRank, downRank, extraMs, nicFailure }) => ({ dp, link, upRank, downRank, extraMs, nicFailure }));
