@@ -105,9 +105,13 @@ export class ControlService {
       return;
     }
     let outcome;
+    // The version a switch would need is allocated while planning runs (one round trip less after it).
+    const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
     try {
       outcome = await this.planning.decide(input, this.controlConfig);
+      await reserving;
     } catch (error) {
+      await reserving;
       if (!(error instanceof PlanningError)) throw error;
       // Counted by the pool. Not retried at once (a planner that throws would throw again): the
       // next maintenance run (jobs.maintenanceCron) or report decides afresh.

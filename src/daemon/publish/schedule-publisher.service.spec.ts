@@ -66,6 +66,48 @@ describe('SchedulePublisher', () => {
     expect(await metricValue(h, 'pipemorph_publishes_total', { outcome: 'fenced' })).toBe(1);
   });
 
+  it('allocates the version while the decision is planned: the prepare takes it, with no allocation after planning', async () => {
+    const h = serviceHarness();
+    const { job } = await stragglingJob(h, spec);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    const allocations: number[] = [];
+    const allocate = h.store.nextVersion.bind(h.store);
+    h.store.nextVersion = async (...args) => {
+      const v = await allocate(...args);
+      if (typeof v === 'number') allocations.push(v);
+      return v;
+    };
+    let planned = false;
+    const decide = h.planning.decide.bind(h.planning);
+    h.planning.decide = async (...args) => {
+      const outcome = await decide(...args);
+      expect(allocations).toHaveLength(1); // allocated beside planning, before the decision came back
+      planned = true;
+      return outcome;
+    };
+    await h.control.evaluate(job);
+    expect(planned).toBe(true);
+    expect(allocations).toHaveLength(1);
+    expect(job.switching.handshake!.schedule.version).toBe(allocations[0]);
+    expect(job.switching.reserved).toBeNull();
+  });
+
+  it('never publishes a reserved version at or below one the job has known since (can fail: such a reservation is dropped)', async () => {
+    const h = serviceHarness();
+    const { job } = await stragglingJob(h, spec);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    job.switching.reserve(job.versionFloor()); // not above the floor: must not be used
+    await h.control.evaluate(job);
+    expect(job.switching.handshake!.schedule.version).toBeGreaterThan(job.committed!.version);
+    const versions = h.store.controlEvents(spec.jobId).map((e) => e.version);
+    expect(new Set(versions).size).toBe(versions.length);
+    expect(job.switching.takeReserved(0)).toBeNull(); // taken once
+    job.switching.reserve(7);
+    expect(job.switching.takeReserved(6)).toBe(7);
+    job.switching.reserve(7);
+    expect(job.switching.takeReserved(7)).toBeNull();
+  });
+
   it('cannot commit once fenced: the handshake closes, the schedule in force stays', async () => {
     const h = serviceHarness();
     const { job } = await preparedJob(h, spec);

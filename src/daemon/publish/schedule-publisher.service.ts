@@ -144,8 +144,20 @@ export class SchedulePublisher {
     return Math.min(1000, base * 2 ** Math.min(job.switching.abortStreak, 6));
   }
 
+  /**
+   * Allocates the version the next publish will use while the decision is still being planned, so
+   * that a prepare is one Redis round trip after its decision, not two. Kept until a publish takes
+   * it (a decision to change nothing leaves it for the next one); allocation failures are left to
+   * the publish, which allocates again and handles a fenced epoch.
+   */
+  async reserveVersion(job: JobRuntime): Promise<void> {
+    if (job.switching.reserved !== null || job.released) return;
+    const version = await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor()).catch(() => 'failed' as const);
+    if (typeof version === 'number' && !job.released) job.switching.reserve(version);
+  }
+
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
-    const version = await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor());
+    const version = job.switching.takeReserved(job.versionFloor()) ?? (await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor()));
     if (version === 'fenced') {
       this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: 'fenced' });
       this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; another replica owns the job`);

@@ -20,6 +20,7 @@ export class SwitchState {
   private earliestPrepare = 0;
   private consecutiveAborts = 0;
   private remapCommittedAt = 0;
+  private reservedVersion: number | null = null;
   private readonly counts = { prepares: 0, commits: 0, aborts: 0 };
 
   get handshake(): OpenHandshake | null {
@@ -70,6 +71,25 @@ export class SwitchState {
     this.counts.aborts++;
     this.consecutiveAborts++;
     this.earliestPrepare = now + backoffMs(this.consecutiveAborts);
+  }
+
+  /** A version allocated ahead of the publish that will use it (taken while a decision is planned). */
+  get reserved(): number | null {
+    return this.reservedVersion;
+  }
+
+  reserve(version: number): void {
+    this.reservedVersion = version;
+  }
+
+  /**
+   * The reserved version for a publish, once: only when it is still above every version the job
+   * has known since (`floor`); one at or below it is dropped and a fresh one must be allocated.
+   */
+  takeReserved(floor: number): number | null {
+    const version = this.reservedVersion;
+    this.reservedVersion = null;
+    return version !== null && version > floor ? version : null;
   }
 
   /** A schedule was committed at `now` (with or without a handshake): the next prepare waits `minIntervalMs`. */
