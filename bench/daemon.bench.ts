@@ -14,9 +14,16 @@
  * like any client: through Redis, GET /jobs/:id and GET /metrics (its planning-duration histogram,
  * its event-loop lag and GC time per trial), never through its internals. Results also go to
  * bench/results/daemon.json, from which the README's table is rendered.
+ *
+ * Quick runs that leave the results file alone:
+ *   node dist/bench/daemon.bench.js loop [TRIALS] [own-core]   control-loop trials only
+ *     (PIPEMORPH_BENCH_WORKERS=0: planning inline; own-core: the daemon on a core of its own)
+ *   node dist/bench/daemon.bench.js isolation                   the planning-isolation rows
+ * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process.
  */
 import Redis from 'ioredis';
-import { loadavg } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
@@ -36,8 +43,8 @@ function config(): PipemorphConfig {
   const c = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
   c.redis.url = REDIS_URL;
   c.http.port = 0;
-  c.ingest.blockMs = 20;
-  c.jobs.discoveryIntervalMs = 20;
+  // Production settings (config/default.json) except what lets trials follow each other at once
+  // (a registration adopts its job at once, so discovery keeps its production interval).
   c.control.minReplanIntervalMs = 0;
   c.handshake.retryBackoffMs = 10;
   return c;
@@ -49,12 +56,36 @@ interface Daemon {
   stop(): Promise<void>;
 }
 
-async function startDaemon(adjust: (c: PipemorphConfig) => void = () => undefined): Promise<Daemon> {
+/** Sets the CPU affinity of every thread of `pid` (threads started later inherit it); false when taskset is missing. */
+function pin(pid: number, cpuList: string): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', cpuList, String(pid)], { stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * With `ownCore`, the daemon runs on the last core alone and this bench and a local Redis on the
+ * others, as a Deployment with a CPU request of one core would run it beside its neighbours.
+ */
+async function startDaemon(adjust: (c: PipemorphConfig) => void = () => undefined, ownCore = false): Promise<Daemon> {
   const c = config();
   adjust(c);
   const daemon = await DaemonProcess.start(c);
+  const last = cpus().length - 1;
+  const unpin: Array<() => void> = [];
+  if (ownCore) {
+    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    const local = /127\.0\.0\.1|localhost/.test(REDIS_URL);
+    if (!pin(daemon.pid!, String(last)) || !pin(process.pid, `0-${last - 1}`) || (local && redisPid && !pin(redisPid, `0-${last - 1}`))) throw new Error('bench: taskset failed');
+    unpin.push(() => pin(process.pid, `0-${last}`));
+    if (local && redisPid) unpin.push(() => pin(redisPid, `0-${last}`));
+  }
   await waitFor(async () => (await daemon.status('/health/ready')) === 200, 30000);
-  return { url: daemon.url, stop: () => daemon.stop() };
+  return {
+    url: daemon.url,
+    stop: async () => {
+      await daemon.stop();
+      for (const undo of unpin) undo();
+    },
+  };
 }
 
 /** One daemon metric from its /metrics text (summed over label sets), NaN when absent. */
@@ -171,14 +202,14 @@ interface Trial {
   writes: number;
 }
 
-async function controlLoopLatency(trials: number, workers?: number): Promise<{ trials: Trial[]; planning: Planning }> {
-  const jobId = `bench-loop-${run}-${workers ?? 'default'}`;
+async function controlLoopLatency(trials: number, workers?: number, ownCore = false): Promise<{ trials: Trial[]; planning: Planning }> {
+  const jobId = `bench-loop-${run}-${workers ?? 'default'}${ownCore ? '-pinned' : ''}`;
   const stages = 8;
   const dp = 8;
   await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId, stages, dp)));
   const daemon = await startDaemon((c) => {
     if (workers !== undefined) c.control.planningWorkers = workers;
-  });
+  }, ownCore);
   const keys = jobKeys(jobId);
   await waitFor(async () => (await redis.get(keys.schedule)) !== null);
   const last = (await redis.xrevrange(keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
@@ -445,7 +476,8 @@ async function main(): Promise<void> {
   }
   if (process.argv[2] === 'loop') {
     // Only the control-loop trials on a worker, printed, results file untouched (profiling runs).
-    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), 1);
+    const workers = process.env.PIPEMORPH_BENCH_WORKERS !== undefined ? Number(process.env.PIPEMORPH_BENCH_WORKERS) : 1;
+    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), workers, process.argv[4] === 'own-core');
     const ms = trials.map((t) => t.ms);
     console.log(JSON.stringify({ trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms) }));
     await redis.quit();
