@@ -1,3 +1,4 @@
+import { JobRuntime } from '../jobs/job-runtime';
 import { metricValue, registeredJob, registration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
 
 const spec = registration('ctl');
@@ -73,5 +74,84 @@ describe('ControlService', () => {
     await b.ingest.claimForAdopted();
     expect(taken.historyReplayed).toBe(true);
     expect(taken.progress.maxIteration).toBe(11); // the detector learned what A had seen
+  });
+});
+
+describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
+  /** Commits the open handshake by acknowledging it for every reporting rank. */
+  async function commitOpen(h: ReturnType<typeof serviceHarness>, job: JobRuntime): Promise<void> {
+    const open = job.switching.handshake!;
+    for (const r of job.reporting) {
+      await h.publisher.onAck(job, { type: 'ack', protocol: 1, jobId: job.jobId, rank: r.rank, version: open.schedule.version, epoch: job.epoch, accepted: true }, h.clock.now());
+    }
+  }
+
+  /** The policies of the decisions asked of the planning pool from here on. */
+  function recordPolicies(h: ReturnType<typeof serviceHarness>): string[] {
+    const policies: string[] = [];
+    const decide = h.planning.decide.bind(h.planning);
+    h.planning.decide = (input, config) => {
+      if (input.current) policies.push(config.planner);
+      return decide(input, config);
+    };
+    return policies;
+  }
+
+  it('switches on the fast plan first, then plans once more with the refining policy and switches again for its gain', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
+    // Link 1 slower by 120 ms: Alg. 2 predicts 675 ms, the search 644 ms (warm-up 16,16,3,1), above minGain.
+    const job = await registeredJob(h, spec);
+    await runIterations(h, spec, 0, 12);
+    await runIterations(h, spec, 12, 8, { link: 1, extraMs: 120 });
+    const policies = recordPolicies(h);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    const first = job.switching.handshake!;
+    expect(first.schedule.reason.detail).toMatch(/re-planned \(adaptive\)/);
+    expect(policies).toEqual(['adaptive']); // the first reaction is not held up by the refinement
+    expect(job.needsEvaluation).toBe(true); // the refinement is asked for
+    await commitOpen(h, job);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    expect(policies).toEqual(['adaptive', 'adaptive', 'search']);
+    expect(job.refinedFor).toBe('0:1');
+    const second = job.switching.handshake!;
+    expect(second.schedule.reason.detail).toMatch(/re-planned \(search\)/);
+    expect(second.schedule.prediction.newMs).toBeLessThan(first.schedule.prediction.newMs);
+    expect(second.schedule.version).toBeGreaterThan(first.schedule.version);
+    // Once per set of straggling links: later steps do not search again.
+    await commitOpen(h, job);
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    expect(policies.filter((p) => p === 'search')).toHaveLength(1);
+  });
+
+  it('can fail: with refinePlanner none the job is never planned by another policy', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'none') });
+    const { job } = await stragglingJob(h, spec);
+    const policies = recordPolicies(h);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    await commitOpen(h, job);
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    expect(policies.every((p) => p === 'adaptive')).toBe(true);
+    expect(job.refinedFor).toBeNull();
+  });
+
+  it('forgets the refinement once no link straggles, so the next straggler is refined again', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
+    const { job, iteration } = await stragglingJob(h, spec);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    await commitOpen(h, job);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    expect(job.refinedFor).toBe('0:1');
+    if (job.switching.handshake) await commitOpen(h, job);
+    await runIterations(h, spec, iteration, 30); // healthy again
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    expect(job.refinedFor).toBeNull();
   });
 });

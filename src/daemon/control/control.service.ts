@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
+import { ControlOutcome } from '../../core/control/control-decision.type';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -12,6 +13,12 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { inSpan } from '../tracing/tracer';
+
+/** The straggling pipeline links of a control input as a key ("dp:link,..."), null when none straggles. */
+function stragglingLinks(input: JobControlInput): string | null {
+  const links = input.links.filter((l) => l.straggler).map((l) => `${l.dp}:${l.link}`);
+  return links.length > 0 ? links.sort().join(',') : null;
+}
 
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
 const HEALTHY_REFRESH_MS = 10000;
@@ -40,7 +47,7 @@ export class ControlService {
 
   private get controlConfig(): ControlConfig {
     const { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } = this.config.remap;
-    const { gpuSendsInFlight, delegateCopyOverhead, ...control } = this.config.control;
+    const { gpuSendsInFlight, delegateCopyOverhead, refinePlanner: _refine, ...control } = this.config.control;
     return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
   }
 
@@ -104,7 +111,7 @@ export class ControlService {
       job.requestEvaluation();
       return;
     }
-    let outcome;
+    let outcome: ControlOutcome;
     // The version a switch would need is allocated while planning runs (one round trip less after it).
     const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
     try {
@@ -131,6 +138,9 @@ export class ControlService {
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
     job.evaluated();
+    const refined = await this.refine(job, input, outcome.decision !== null);
+    if (job.released) return; // let go while refining
+    if (refined) outcome = refined;
     const decision = outcome.decision;
     if (decision) {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
@@ -142,6 +152,41 @@ export class ControlService {
     // The healthy yardstick is a gauge, not part of the decision: priced after publishing.
     const healthyMs = await this.healthyMs(job, input, now).catch((error: Error) => (error instanceof PlanningError ? null : Promise.reject(error)));
     if (healthyMs !== null && !job.released) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, healthyMs / 1000);
+  }
+
+  /**
+   * Second phase of a reaction: the first plan (`control.planner`, Alg. 2 by default) is made in
+   * milliseconds so the ranks get slackness and delegation at once; once it is in force and the
+   * same links still straggle, the job is planned again with `control.refinePlanner` (the exact
+   * planner for small jobs, the search above), which is never worse, and switched again when that
+   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns the refined outcome
+   * when it decides a switch, else null. `switching`: this step publishes the first plan now, so
+   * the refinement waits for the next step, asked for here.
+   */
+  private async refine(job: JobRuntime, input: JobControlInput, switching: boolean): Promise<ControlOutcome | null> {
+    const planner = this.config.control.refinePlanner;
+    const links = stragglingLinks(input);
+    if (links === null) {
+      job.noteRefined(null);
+      return null;
+    }
+    if (planner === 'none' || planner === this.config.control.planner) return null;
+    if (switching) {
+      // A new first plan: refined again once its switch has ended (the tick, after the re-plan interval).
+      job.noteRefined(null);
+      job.requestEvaluation();
+      return null;
+    }
+    if (job.refinedFor === links) return null;
+    job.noteRefined(links);
+    try {
+      const outcome = await this.planning.decide(input, { ...this.controlConfig, planner });
+      return outcome.decision ? outcome : null;
+    } catch (error) {
+      if (!(error instanceof PlanningError)) throw error;
+      this.logger.error(`job ${job.jobId}: refining the plan failed (${error.reason}): ${error.message.split('\n')[0]}`);
+      return null;
+    }
   }
 
   /**

@@ -46,6 +46,7 @@ export class JobRuntime {
   private letGo = false;
   private replayed = false;
   private heldVersion: number;
+  private refinedLinks: string | null = null;
   private reportedEpoch: number;
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -119,6 +120,19 @@ export class JobRuntime {
   /** Every count of the job's messages and switches (GET /jobs/:id). */
   get counters(): Readonly<{ reports: number; acks: number; duplicates: number; rejected: number; prepares: number; commits: number; aborts: number }> {
     return { ...this.ingestCounts.snapshot(), ...this.switching.counters };
+  }
+
+  /**
+   * The straggling links the schedule in force was last refined for (`control.refinePlanner`), as
+   * a key ("dp:link,..."); null when not refined since the links last changed.
+   */
+  get refinedFor(): string | null {
+    return this.refinedLinks;
+  }
+
+  /** The control step refined the plan for these straggling links (null: none straggle now). */
+  noteRefined(links: string | null): void {
+    this.refinedLinks = links;
   }
 
   requestEvaluation(): void {

@@ -127,7 +127,7 @@ export class PlanningPool implements OnApplicationShutdown {
   }
 
   private spawn(): Slot {
-    const workerData: PlanningWorkerData = { preloadMilp: this.config.control.planner === 'optimal' && this.config.control.optimalMaxCells > 0 };
+    const workerData: PlanningWorkerData = { preloadMilp: (this.config.control.planner === 'optimal' || this.config.control.refinePlanner === 'optimal') && this.config.control.optimalMaxCells > 0 };
     const worker = new Worker(this.workerPath(), { workerData });
     const slot: Slot = { worker, ready: false, task: null, timer: null };
     slot.timer = setTimeout(() => {

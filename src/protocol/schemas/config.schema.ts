@@ -259,6 +259,7 @@ export const configSchema = {
       "additionalProperties": false,
       "required": [
         "planner",
+        "refinePlanner",
         "searchBudgetMs",
         "searchEvaluations",
         "minGain",
@@ -280,6 +281,14 @@ export const configSchema = {
             "search",
             "optimal"
           ]
+        },
+        "refinePlanner": {
+          "enum": [
+            "none",
+            "search",
+            "optimal"
+          ],
+          "description": "Second phase: once the schedule planned by `planner` is in force and stragglers last, the job is planned again with this policy (on the planning worker) and switched again when it gains at least minGain. `optimal` solves jobs within optimalMaxCells exactly and searches above."
         },
         "searchBudgetMs": {
           "type": "number",
