@@ -46,6 +46,10 @@ function config(): PipemorphConfig {
   // Production settings (config/default.json) except what lets trials follow each other at once
   // (a registration adopts its job at once, so discovery keeps its production interval).
   c.control.minReplanIntervalMs = 0;
+  // The trials time the first reaction (reveal -> prepare), then recover at once; a refinement
+  // (control.refinePlanner, a second switch once the first is in force) would be taken for the
+  // recovery. bench:optimal-line measures what a refinement costs.
+  c.control.refinePlanner = 'none';
   c.handshake.retryBackoffMs = 10;
   return c;
 }
