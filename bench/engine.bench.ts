@@ -263,7 +263,7 @@ async function againstOptimum(cases: number) {
     row.boundMs = Math.max(exact.optimal!.boundMs, row.lowerBoundMs as number);
     // The search's plans must not depend on the machine: plan again and compare.
     if (planPipeline(model, { policy: 'search', search }).run.iterationMs !== found.run.iterationMs) throw new Error('search not reproducible');
-    console.error(`optimum S=${S} N=${N}: search ${row.search} optimal ${row.optimal} bound ${row.boundMs} proven ${row.proven} in ${(row.optimalSolveMs as number).toFixed(0)} ms`);
+    console.error(`optimum #${c} S=${S} N=${N}: search ${row.search} optimal ${row.optimal} bound ${row.boundMs} proven ${row.proven} in ${(row.optimalSolveMs as number).toFixed(0)} ms`);
     rows.push(row);
   }
   const proven = rows.filter((r) => r.proven);
@@ -315,6 +315,12 @@ function daemonPlan() {
 }
 
 void (async () => {
+  // ENGINE_BENCH_ONLY=optimum runs only the comparison against the optimum and writes nothing (to iterate on the exact planner).
+  if (process.env.ENGINE_BENCH_ONLY === 'optimum') {
+    const optimum = await againstOptimum(24);
+    console.log(JSON.stringify({ optimum: { provenOptimal: optimum.provenOptimal, optimalSolveMs: optimum.optimalSolveMs } }));
+    return;
+  }
   const quality = planQuality(100);
   const optimum = await againstOptimum(24);
   for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));

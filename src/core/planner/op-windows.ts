@@ -14,8 +14,10 @@ const EPS = 1e-9;
  * time: when `a` cannot follow `b` within their windows, `a` precedes `b`, and `b` starts no
  * earlier than the earliest completion of everything that precedes it (symmetrically for
  * completions). Null when some window empties: no schedule meets the target.
+ * With a `budget`, the propagation stops at its deadline (checked once per stage) and returns the
+ * windows reached so far: every tightening is valid on its own, so they are looser, never wrong.
  */
-export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, target: number): OpWindows | null {
+export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, target: number, budget?: { deadline: number; now: () => number }): OpWindows | null {
   const { stages: S, microbatches: N, durations: d } = model;
   const M = 3 * N;
   const total = S * M;
@@ -72,6 +74,7 @@ export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, 
     }
     for (let x = 0; x < total; x++) if (est[x] + p[x] > lct[x] + EPS) return null;
     for (let i = 0; i < S; i++) {
+      if (budget && budget.now() >= budget.deadline) return { est, lct };
       const base = i * M;
       for (let x = 0; x < M; x++) ids[x] = base + x;
       for (let x = 0; x < M; x++) {
