@@ -90,17 +90,19 @@ const LADDER_NODES = 20_000;
  * HiGHS works without checkpoints for a time that grows with the model: parsing the LP text, then
  * its MIP setup and presolve passes, which look at time_limit only between them (a 1 s limit on an
  * 8 x 32 model ran 1.3-1.9 s, and the interrupt callbacks do not fire there either). The planner
- * estimates both from the text's length, at the rates last seen on this solver's large models
- * (before any, roughly what the development machine showed), with a margin: it builds no model
+ * estimates both from the text's length, at the rates seen on this solver's large models (the
+ * latest, or 0.7 times the one before when that is higher: one fast run does not erase a slow
+ * one; before any, what the development machine showed under load), with a margin: it builds no model
  * whose estimated cost exceeds PARSE_SHARE of the time left and gives HiGHS the time left minus
  * the overrun it expects.
  */
-const DEFAULT_RATES = { parseMsPerChar: 3e-4, overrunMsPerChar: 3e-4 };
+const DEFAULT_RATES = { parseMsPerChar: 6e-4, overrunMsPerChar: 1e-3 };
+const RATE_DECAY = 0.7;
 const MIN_MS_PER_CHAR = 2e-5;
 const RATE_MARGIN = 1.5;
 const PARSE_SHARE = 0.5;
 /** Models this long or longer calibrate the rates (shorter ones are dominated by fixed costs). */
-const CALIBRATION_CHARS = 200_000;
+const CALIBRATION_CHARS = 50_000;
 const solverRates = new WeakMap<MilpSolver, { parseMsPerChar: number; overrunMsPerChar: number }>();
 
 interface Op {
@@ -394,6 +396,8 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   }
   let round = 0;
   let bisect = true;
+  /** Set when HiGHS's dual bound raised the bound: the optimum often meets it, so it is the next target. */
+  let atBound = false;
   /** False once an LP would not fit in the time left: the depth-first search then gets all of it. */
   let milpFits = true;
   while (!proven) {
@@ -401,7 +405,8 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
     if (remainingMs <= 0) break;
     const best = Math.min(run.iterationMs, milpObjectiveMs ?? Number.POSITIVE_INFINITY);
     const closing = !bisect || best <= bound * (1 + CLOSE_GAP);
-    const target = closing ? best * (1 - RELATIVE_GAP) : round === 0 ? bound * (1 + RELATIVE_GAP) : (bound + best) / 2;
+    const target = closing ? best * (1 - RELATIVE_GAP) : round === 0 || atBound ? bound * (1 + RELATIVE_GAP) : (bound + best) / 2;
+    atBound = false;
     round++;
     const windows = propagatedWindows(model, heads, target, { deadline, now });
     if (windows && (depthFirst || !milpFits)) {
@@ -445,7 +450,7 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
     const milp = solver.createModel({ format: 'lp', data: built.lp });
     const calibrate = built.lp.length >= CALIBRATION_CHARS;
     if (calibrate) {
-      rates.parseMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - parseStart) / built.lp.length);
+      rates.parseMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - parseStart) / built.lp.length, rates.parseMsPerChar * RATE_DECAY);
       solverRates.set(solver, rates);
     }
     try {
@@ -471,14 +476,17 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
       milp.run({ 1: stop, 2: stop, 6: stop });
       const status = milp.getModelStatus();
       // Only a run stopped by the limit tells how far past it HiGHS goes.
-      if (calibrate && (status === HIGHS_TIME_LIMIT || status === HIGHS_INTERRUPTED)) rates.overrunMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - runStart - runMs) / built.lp.length);
+      if (calibrate && (status === HIGHS_TIME_LIMIT || status === HIGHS_INTERRUPTED)) rates.overrunMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - runStart - runMs) / built.lp.length, rates.overrunMsPerChar * RATE_DECAY);
       if (status === HIGHS_INFEASIBLE) {
         bound = Math.max(bound, target);
         proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
         continue;
       }
       const dual = Number(milp.info.get('mip_dual_bound'));
-      if (status !== HIGHS_OPTIMAL && Number.isFinite(dual)) bound = Math.max(bound, Math.min(dual, target));
+      if (status !== HIGHS_OPTIMAL && Number.isFinite(dual) && Math.min(dual, target) > bound * (1 + RELATIVE_GAP)) {
+        bound = Math.min(dual, target);
+        atBound = true;
+      }
       if (Number(milp.info.get('primal_solution_status')) !== 2) {
         if (closing) break;
         bisect = false;
