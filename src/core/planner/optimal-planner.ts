@@ -83,6 +83,9 @@ const HEURISTIC_EFFORT = 1;
 /** Node budget and share of the time left for the depth-first search before each MILP. */
 const DFS_NODES = 1_000_000;
 const DFS_SHARE = 0.25;
+/** At a bound HiGHS's dual bound just set (the optimum often meets it) the search gets most of the time left. */
+const DFS_SHARE_AT_BOUND = 0.75;
+const DFS_SHARE_REPEAT = 0.1;
 /** Relative slacks above the lower bound tried first, and the node budget of each (a few ms). */
 const LADDER = [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05];
 const LADDER_NODES = 20_000;
@@ -376,6 +379,7 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   // urgency order depends on the target, and a schedule at the bound is often found from a
   // slightly looser one. Targets the windows or an exhausted search rule out raise the bound.
   const depthFirst = options.depthFirst ?? true;
+  const ladderStart = combinatorial * (1 + RELATIVE_GAP);
   for (const slack of depthFirst ? LADDER : []) {
     if (proven || now() >= deadline) break;
     const target = combinatorial * (1 + slack) * (1 + RELATIVE_GAP);
@@ -405,14 +409,16 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
     if (remainingMs <= 0) break;
     const best = Math.min(run.iterationMs, milpObjectiveMs ?? Number.POSITIVE_INFINITY);
     const closing = !bisect || best <= bound * (1 + CLOSE_GAP);
-    const target = closing ? best * (1 - RELATIVE_GAP) : round === 0 || atBound ? bound * (1 + RELATIVE_GAP) : (bound + best) / 2;
+    const target = atBound || (!closing && round === 0) ? bound * (1 + RELATIVE_GAP) : closing ? best * (1 - RELATIVE_GAP) : (bound + best) / 2;
+    // The ladder's first rung already searched at the combinatorial bound: a second search there is cut short.
+    const share = atBound ? DFS_SHARE_AT_BOUND : depthFirst && Math.abs(target - ladderStart) <= EPS ? DFS_SHARE_REPEAT : DFS_SHARE;
     atBound = false;
     round++;
     const windows = propagatedWindows(model, heads, target, { deadline, now });
     if (windows && (depthFirst || !milpFits)) {
       // A depth-first search for a schedule within the target often finds one (or proves there
       // is none) long before HiGHS does.
-      const found = scheduleWithin(model, windows, target, { maxNodes: milpFits ? DFS_NODES : Number.POSITIVE_INFINITY, deadline: milpFits ? now() + remainingMs * DFS_SHARE : deadline, now });
+      const found = scheduleWithin(model, windows, target, { maxNodes: milpFits ? DFS_NODES : Number.POSITIVE_INFINITY, deadline: milpFits ? now() + remainingMs * share : deadline, now });
       if (found === 'infeasible') {
         bound = Math.max(bound, target);
         proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
