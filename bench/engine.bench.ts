@@ -15,6 +15,11 @@
  *    planned within the same device memory (`memory: 'device'`), the gain over Alg. 1 and the
  *    highest memory peak relative to the device limit (must stay <= 1).
  * 4. Speed: median generator and simulator time for S in {4..64}, N in {2S, 4S, 8S}.
+ * 5. Time limit: `optimalPlan` alone (warm-started with the search plan) on 8 x 32 and 16 x 64 jobs
+ *    at limits of 200 ms and 2000 ms, wall time against the limit: a uniform job (f = b = w =
+ *    10 ms, one link +60 ms; the search meets the bound) and a hard one (op times 5-20 ms, two
+ *    slow links, not proven), the hard one also with the MILP alone (no depth-first search),
+ *    whose LP at these sizes takes HiGHS longer to read than the limit allows.
  * Last line: { quality, optimum, deviceMemory, speed } as JSON, also written to bench/results/engine.json (the
  * README's engine tables are rendered from it: npm run readme:tables).
  *
@@ -31,7 +36,7 @@ import { adaptiveWarmup } from '../src/core/planner/adaptive-planner';
 import { iterationLowerBoundMs, stageLowerBoundMs } from '../src/core/planner/lower-bound';
 import { planPipeline, withHostMemory } from '../src/core/planner/plan';
 import { seededRandom } from '../src/core/planner/seeded-random';
-import { MilpSolver } from '../src/core/planner/optimal-planner';
+import { MilpSolver, optimalPlan } from '../src/core/planner/optimal-planner';
 import { DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
 import loadHighs from 'highs';
 
@@ -263,7 +268,7 @@ async function againstOptimum(cases: number) {
     row.boundMs = Math.max(exact.optimal!.boundMs, row.lowerBoundMs as number);
     // The search's plans must not depend on the machine: plan again and compare.
     if (planPipeline(model, { policy: 'search', search }).run.iterationMs !== found.run.iterationMs) throw new Error('search not reproducible');
-    console.error(`optimum S=${S} N=${N}: search ${row.search} optimal ${row.optimal} bound ${row.boundMs} proven ${row.proven} in ${(row.optimalSolveMs as number).toFixed(0)} ms`);
+    console.error(`optimum #${c} S=${S} N=${N}: search ${row.search} optimal ${row.optimal} bound ${row.boundMs} proven ${row.proven} in ${(row.optimalSolveMs as number).toFixed(0)} ms`);
     rows.push(row);
   }
   const proven = rows.filter((r) => r.proven);
@@ -314,12 +319,57 @@ function daemonPlan() {
   return result;
 }
 
+/** Wall time of `optimalPlan` against its limit on jobs too large to prove (see the header, 5). */
+async function timeLimit() {
+  const highs: MilpSolver = await loadHighs();
+  const rows = [];
+  for (const [S, N] of [[8, 32], [16, 64]]) {
+    const random = seededRandom(1);
+    const u = (lo: number, hi: number) => lo + (hi - lo) * random();
+    const hard = { fMs: Array.from({ length: S }, () => u(5, 20)), bMs: Array.from({ length: S }, () => u(5, 20)), wMs: Array.from({ length: S }, () => u(5, 20)) };
+    // Links slow enough that the bound is not met (on 16 stages it takes longer ones).
+    const [hardLinks, hardDelay] = S === 8 ? [[1, 4], 250] : [[3, 9], 700];
+    const hardJob = `op times 5-20 ms, links ${hardLinks.join(' and ')} +${hardDelay} ms`;
+    const jobs = [
+      { job: 'uniform, one link +60 ms', op: { fMs: new Array<number>(S).fill(10), bMs: new Array<number>(S).fill(10), wMs: new Array<number>(S).fill(10) }, slow: [S - 2], delay: 60, depthFirst: true },
+      { job: hardJob, op: hard, slow: hardLinks, delay: hardDelay, depthFirst: true },
+      { job: `${hardJob}, MILP alone`, op: hard, slow: hardLinks, delay: hardDelay, depthFirst: false },
+    ];
+    for (const { job, op, slow, delay, depthFirst } of jobs) {
+      const linkMs = new Array<number>(S - 1).fill(0.5);
+      for (const l of slow) linkMs[l] += delay;
+      const model = toPipelineModel(validateProfile({ stages: S, microbatches: N, ...op, linkMs }));
+      const warm = planPipeline(model, { policy: 'search', search: { maxEvaluations: 200, timeBudgetMs: 60_000 } }).run;
+      for (const limitMs of [200, 2000]) {
+        const t0 = performance.now();
+        const result = optimalPlan(model, highs, warm, { timeLimitMs: limitMs, depthFirst });
+        const wallMs = performance.now() - t0;
+        const row = { stages: S, microbatches: N, job, limitMs, wallMs: round(wallMs), overPct: round((wallMs / limitMs - 1) * 100), proven: result.proven, gapPct: round(result.gap * 100) };
+        console.error(JSON.stringify({ timeLimit: row }));
+        rows.push(row);
+      }
+    }
+  }
+  return { rows, worstOverPct: round(Math.max(...rows.map((r) => r.overPct))), worstOverMs: round(Math.max(...rows.map((r) => r.wallMs - r.limitMs))) };
+}
+
 void (async () => {
+  if (process.env.ENGINE_BENCH_ONLY === 'time-limit') {
+    console.log(JSON.stringify({ timeLimit: await timeLimit() }));
+    return;
+  }
+  // ENGINE_BENCH_ONLY=optimum runs only the comparison against the optimum and writes nothing (to iterate on the exact planner).
+  if (process.env.ENGINE_BENCH_ONLY === 'optimum') {
+    const optimum = await againstOptimum(24);
+    console.log(JSON.stringify({ optimum: { provenOptimal: optimum.provenOptimal, optimalSolveMs: optimum.optimalSolveMs } }));
+    return;
+  }
   const quality = planQuality(100);
   const optimum = await againstOptimum(24);
   for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));
   const deviceMemory = withinDeviceMemory(40);
-  const json = JSON.stringify({ bench: 'engine', quality, optimum, deviceMemory, daemonPlan: daemonPlan(), speed: speed() });
+  const limits = await timeLimit();
+  const json = JSON.stringify({ bench: 'engine', quality, optimum, timeLimit: limits, deviceMemory, daemonPlan: daemonPlan(), speed: speed() });
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'engine.json'), `${json}\n`);

@@ -133,6 +133,17 @@ function engineOptimumTable(r: Json): string {
   return lines.join('\n');
 }
 
+function engineTimeLimitTable(r: Json): string {
+  const t = r.timeLimit;
+  if (!t) return '';
+  const lines = ['| job (stages x microbatches) | limit (ms) | wall time (ms) | over the limit | proven (gap) |', '|---|---|---|---|---|'];
+  for (const row of t.rows as Json[]) {
+    lines.push(`| ${row.stages} x ${row.microbatches}, ${row.job} | ${fmt(row.limitMs)} | ${fmt(row.wallMs, 1)} | ${row.overPct > 0 ? `+${fmt(row.overPct, 1)}%` : 'no'} | ${row.proven ? 'yes' : `no (${fmt(row.gapPct, 2)}%)`} |`);
+  }
+  lines.push('', `At most ${fmt(t.worstOverMs, 1)} ms past the limit, and at most ${fmt(t.worstOverPct, 1)}% of it.`);
+  return lines.join('\n');
+}
+
 function engineDeviceTable(r: Json): string {
   const m = r.deviceMemory;
   return [
@@ -219,6 +230,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
   'engine-optimum': engineOptimumTable,
+  'engine-time-limit': engineTimeLimitTable,
   'engine-device': engineDeviceTable,
   daemon: daemonTable,
   'optimal-line': optimalLineTable,
@@ -227,7 +239,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
 };
 
 /** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine', 'engine-optimum': 'engine', 'engine-device': 'engine' };
+const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine', 'engine-optimum': 'engine', 'engine-time-limit': 'engine', 'engine-device': 'engine' };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 

@@ -14,8 +14,10 @@ const EPS = 1e-9;
  * time: when `a` cannot follow `b` within their windows, `a` precedes `b`, and `b` starts no
  * earlier than the earliest completion of everything that precedes it (symmetrically for
  * completions). Null when some window empties: no schedule meets the target.
+ * With a `budget`, the propagation stops at its deadline (checked once per stage) and returns the
+ * windows reached so far: every tightening is valid on its own, so they are looser, never wrong.
  */
-export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, target: number): OpWindows | null {
+export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, target: number, budget?: { deadline: number; now: () => number }): OpWindows | null {
   const { stages: S, microbatches: N, durations: d } = model;
   const M = 3 * N;
   const total = S * M;
@@ -59,7 +61,19 @@ export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, 
     }
   }
   const A = from.length;
-  const ids = new Int32Array(M);
+  // Per stage, its ops by earliest start and by latest completion (descending), kept sorted as
+  // windows tighten: the scans below need those orders, and sorting per op cost most of the time.
+  const byEst = new Int32Array(M);
+  const byLct = new Int32Array(M);
+  const moveRight = (order: Int32Array, from: number, before: (u: number, v: number) => boolean) => {
+    for (let n = from; n + 1 < M && before(order[n + 1], order[n]); n++) {
+      const t = order[n];
+      order[n] = order[n + 1];
+      order[n + 1] = t;
+    }
+  };
+  const estBefore = (u: number, v: number) => est[u] < est[v];
+  const lctBefore = (u: number, v: number) => lct[u] > lct[v];
   for (let round = 0; round < 50; round++) {
     let changed = false;
     for (let e = 0; e < A; e++) {
@@ -72,23 +86,36 @@ export function propagatedWindows(model: PipelineModel, heads: OpHeadsAndTails, 
     }
     for (let x = 0; x < total; x++) if (est[x] + p[x] > lct[x] + EPS) return null;
     for (let i = 0; i < S; i++) {
+      if (budget && budget.now() >= budget.deadline) return { est, lct };
       const base = i * M;
-      for (let x = 0; x < M; x++) ids[x] = base + x;
+      const ops = Array.from({ length: M }, (_, x) => base + x);
+      byEst.set(ops.slice().sort((u, v) => est[u] - est[v]));
+      byLct.set(ops.sort((u, v) => lct[v] - lct[u]));
       for (let x = 0; x < M; x++) {
         const b = base + x;
         // Earliest completion of the ops that must precede b (a cannot run after b), in order of
         // their current heads (Jackson's rule; any other order could overstate it).
-        const preds = Array.from(ids).filter((a) => a !== b && est[b] + p[b] + p[a] > lct[a] + EPS);
-        preds.sort((u, v) => est[u] - est[v]);
         let ect = Number.NEGATIVE_INFINITY;
-        for (const a of preds) ect = Math.max(ect + p[a], est[a] + p[a]);
-        if (ect > est[b] + EPS) (est[b] = ect), (changed = true);
+        for (let n = 0; n < M; n++) {
+          const a = byEst[n];
+          if (a !== b && est[b] + p[b] + p[a] > lct[a] + EPS) ect = Math.max(ect + p[a], est[a] + p[a]);
+        }
+        if (ect > est[b] + EPS) {
+          est[b] = ect;
+          changed = true;
+          moveRight(byEst, byEst.indexOf(b), estBefore);
+        }
         // Latest start of the ops that must follow b (a cannot run before b), latest completions first.
-        const succs = Array.from(ids).filter((a) => a !== b && est[a] + p[a] + p[b] > lct[b] + EPS);
-        succs.sort((u, v) => lct[v] - lct[u]);
         let lst = Number.POSITIVE_INFINITY;
-        for (const a of succs) lst = Math.min(lst - p[a], lct[a] - p[a]);
-        if (lst < lct[b] - EPS) (lct[b] = lst), (changed = true);
+        for (let n = 0; n < M; n++) {
+          const a = byLct[n];
+          if (a !== b && est[a] + p[a] + p[b] > lct[b] + EPS) lst = Math.min(lst - p[a], lct[a] - p[a]);
+        }
+        if (lst < lct[b] - EPS) {
+          lct[b] = lst;
+          changed = true;
+          moveRight(byLct, byLct.indexOf(b), lctBefore);
+        }
         if (est[b] + p[b] > lct[b] + EPS) return null;
       }
     }

@@ -21,15 +21,28 @@ export interface MilpModel {
   readonly options: { set(values: Record<string, number | string | boolean>): unknown };
   readonly info: { get(name: string): unknown };
   setSolution(solution: { indices: Int32Array; values: Float64Array }): unknown;
-  run(): unknown;
+  /** Handlers on HiGHS's interrupt channels (1 simplex, 2 interior point, 6 MIP), called at its checkpoints. */
+  run(callbacks?: MilpInterrupts): unknown;
   getModelStatus(): number;
   getSolution(): { colValue: ArrayLike<number> };
   getColByName(name: string): number;
   dispose(): void;
 }
 
+export type MilpInterrupt = (event: { interrupt(): void }) => undefined;
+export interface MilpInterrupts {
+  readonly 1?: MilpInterrupt;
+  readonly 2?: MilpInterrupt;
+  readonly 6?: MilpInterrupt;
+}
+
 export interface OptimalOptions {
-  /** Solver time limit, ms (default 2000); the best schedule found so far is returned when it runs out. */
+  /**
+   * Time limit of the whole call, ms (default 2000); the best schedule found so far is returned
+   * when it runs out. Every phase checks it: the window propagation, the depth-first searches, the
+   * LP's construction, HiGHS (its own limit and an interrupt at its checkpoints), and an LP whose
+   * parse would not fit in the time left is not built.
+   */
   timeLimitMs?: number;
   /** Injected clock, ms (default performance.now): the time limit spans every solve. */
   now?: () => number;
@@ -59,6 +72,8 @@ export interface OptimalResult {
 
 const HIGHS_OPTIMAL = 7;
 const HIGHS_INFEASIBLE = 8;
+const HIGHS_TIME_LIMIT = 13;
+const HIGHS_INTERRUPTED = 17;
 const RELATIVE_GAP = 1e-6;
 const EPS = 1e-9;
 /** Within this relative gap the bisection stops halving and asks for strictly better than the best. */
@@ -68,9 +83,30 @@ const HEURISTIC_EFFORT = 1;
 /** Node budget and share of the time left for the depth-first search before each MILP. */
 const DFS_NODES = 1_000_000;
 const DFS_SHARE = 0.25;
+/** At a bound HiGHS's dual bound just set (the optimum often meets it) the search gets most of the time left. */
+const DFS_SHARE_AT_BOUND = 0.75;
+const DFS_SHARE_REPEAT = 0.1;
 /** Relative slacks above the lower bound tried first, and the node budget of each (a few ms). */
 const LADDER = [0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05];
 const LADDER_NODES = 20_000;
+/**
+ * HiGHS works without checkpoints for a time that grows with the model: parsing the LP text, then
+ * its MIP setup and presolve passes, which look at time_limit only between them (a 1 s limit on an
+ * 8 x 32 model ran 1.3-1.9 s, and the interrupt callbacks do not fire there either). The planner
+ * estimates both from the text's length, at the rates seen on this solver's large models (the
+ * latest, or 0.7 times the one before when that is higher: one fast run does not erase a slow
+ * one; before any, what the development machine showed under load), with a margin: it builds no model
+ * whose estimated cost exceeds PARSE_SHARE of the time left and gives HiGHS the time left minus
+ * the overrun it expects.
+ */
+const DEFAULT_RATES = { parseMsPerChar: 6e-4, overrunMsPerChar: 1e-3 };
+const RATE_DECAY = 0.7;
+const MIN_MS_PER_CHAR = 2e-5;
+const RATE_MARGIN = 1.5;
+const PARSE_SHARE = 0.5;
+/** Models this long or longer calibrate the rates (shorter ones are dominated by fixed costs). */
+const CALIBRATION_CHARS = 50_000;
+const solverRates = new WeakMap<MilpSolver, { parseMsPerChar: number; overrunMsPerChar: number }>();
 
 interface Op {
   stage: number;
@@ -113,6 +149,19 @@ function atLeastZero(expr: Expr): string | null {
   return `${terms.map(([n, c]) => `${c < 0 ? '-' : '+'} ${num(Math.abs(c))} ${n}`).join(' ')} >= ${num(-expr.constant)}`;
 }
 
+/**
+ * When to give up building the LP: at the deadline, or once its text outgrows what HiGHS could
+ * parse in the time left (parsing runs in the wasm and cannot be interrupted).
+ */
+interface BuildLimits {
+  deadline: number;
+  now: () => number;
+  maxChars: number;
+}
+
+/** Every ordering binary brings at least its two big-M rows, each longer than this. */
+const MIN_CHARS_PER_BINARY = 2 * 30;
+
 interface BuiltMilp {
   lp: string;
   ops: Op[][];
@@ -131,7 +180,7 @@ interface BuiltMilp {
  * half-orders. (Transitivity rows over (F_a, B_b, W_c) were tried: no faster, and for N = 12 they
  * are most of the model's rows.)
  */
-function buildMilp(model: PipelineModel, heads: OpHeadsAndTails, windows: OpWindows, target: number, lowerBound: number): BuiltMilp | null {
+function buildMilp(model: PipelineModel, heads: OpHeadsAndTails, windows: OpWindows, target: number, lowerBound: number, limits: BuildLimits): BuiltMilp | null | 'too-large' {
   const { stages: S, microbatches: N, durations: d } = model;
   const q = [heads.qF, heads.qB, heads.qW];
   const ops: Op[][] = [];
@@ -163,6 +212,7 @@ function buildMilp(model: PipelineModel, heads: OpHeadsAndTails, windows: OpWind
   // orders[i][pair][ja * N + jb]
   const orders: Order[][][] = [];
   for (let i = 0; i < S; i++) {
+    if (limits.now() >= limits.deadline || binaries.length * MIN_CHARS_PER_BINARY > limits.maxChars) return 'too-large';
     const perPair: Order[][] = [];
     for (const [ka, kb] of KIND_PAIRS) {
       const fixed = new Int8Array(N * N).fill(-1);
@@ -226,7 +276,12 @@ function buildMilp(model: PipelineModel, heads: OpHeadsAndTails, windows: OpWind
     const row = atLeastZero(e);
     if (row) rows.push(row);
   };
+  if (binaries.length * MIN_CHARS_PER_BINARY > limits.maxChars) return 'too-large';
+  let chars = 0;
+  let counted = 0;
   for (let i = 0; i < S; i++) {
+    for (; counted < rows.length; counted++) chars += rows[counted].length + 8;
+    if (limits.now() >= limits.deadline || chars > limits.maxChars) return 'too-large';
     KIND_PAIRS.forEach(([ka, kb], pi) => {
       const m = orders[i][pi];
       // Pairs the windows order need their precedence row (only the nearest per microbatch of the
@@ -324,11 +379,12 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   // urgency order depends on the target, and a schedule at the bound is often found from a
   // slightly looser one. Targets the windows or an exhausted search rule out raise the bound.
   const depthFirst = options.depthFirst ?? true;
+  const ladderStart = combinatorial * (1 + RELATIVE_GAP);
   for (const slack of depthFirst ? LADDER : []) {
     if (proven || now() >= deadline) break;
     const target = combinatorial * (1 + slack) * (1 + RELATIVE_GAP);
     if (target >= run.iterationMs * (1 - RELATIVE_GAP)) break;
-    const windows = propagatedWindows(model, heads, target);
+    const windows = propagatedWindows(model, heads, target, { deadline, now });
     const found = windows ? scheduleWithin(model, windows, target, { maxNodes: LADDER_NODES, deadline, now }) : 'infeasible';
     if (found === 'infeasible') {
       bound = Math.max(bound, target);
@@ -344,18 +400,25 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   }
   let round = 0;
   let bisect = true;
+  /** Set when HiGHS's dual bound raised the bound: the optimum often meets it, so it is the next target. */
+  let atBound = false;
+  /** False once an LP would not fit in the time left: the depth-first search then gets all of it. */
+  let milpFits = true;
   while (!proven) {
     const remainingMs = deadline - now();
     if (remainingMs <= 0) break;
     const best = Math.min(run.iterationMs, milpObjectiveMs ?? Number.POSITIVE_INFINITY);
     const closing = !bisect || best <= bound * (1 + CLOSE_GAP);
-    const target = closing ? best * (1 - RELATIVE_GAP) : round === 0 ? bound * (1 + RELATIVE_GAP) : (bound + best) / 2;
+    const target = atBound || (!closing && round === 0) ? bound * (1 + RELATIVE_GAP) : closing ? best * (1 - RELATIVE_GAP) : (bound + best) / 2;
+    // The ladder's first rung already searched at the combinatorial bound: a second search there is cut short.
+    const share = atBound ? DFS_SHARE_AT_BOUND : depthFirst && Math.abs(target - ladderStart) <= EPS ? DFS_SHARE_REPEAT : DFS_SHARE;
+    atBound = false;
     round++;
-    const windows = propagatedWindows(model, heads, target);
-    if (windows && depthFirst) {
+    const windows = propagatedWindows(model, heads, target, { deadline, now });
+    if (windows && (depthFirst || !milpFits)) {
       // A depth-first search for a schedule within the target often finds one (or proves there
       // is none) long before HiGHS does.
-      const found = scheduleWithin(model, windows, target, { maxNodes: DFS_NODES, deadline: now() + remainingMs * DFS_SHARE, now });
+      const found = scheduleWithin(model, windows, target, { maxNodes: milpFits ? DFS_NODES : Number.POSITIVE_INFINITY, deadline: milpFits ? now() + remainingMs * share : deadline, now });
       if (found === 'infeasible') {
         bound = Math.max(bound, target);
         proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
@@ -370,32 +433,66 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
         }
       }
     }
-    const built = windows && buildMilp(model, heads, windows, target, bound);
+    if (!milpFits) {
+      // Only the depth-first search runs: one that found nothing better within the target ends.
+      if (now() >= deadline || !windows) break;
+      bisect = false;
+      continue;
+    }
+    const rates = solverRates.get(solver) ?? { ...DEFAULT_RATES };
+    const leftMs = deadline - now();
+    const maxChars = (leftMs * PARSE_SHARE) / ((rates.parseMsPerChar + rates.overrunMsPerChar) * RATE_MARGIN);
+    const built = windows && buildMilp(model, heads, windows, target, bound, { deadline, now, maxChars });
+    if (built === 'too-large') {
+      milpFits = false;
+      continue;
+    }
     if (!built) {
       bound = Math.max(bound, target);
       proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
       continue;
     }
+    const parseStart = now();
     const milp = solver.createModel({ format: 'lp', data: built.lp });
+    const calibrate = built.lp.length >= CALIBRATION_CHARS;
+    if (calibrate) {
+      rates.parseMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - parseStart) / built.lp.length, rates.parseMsPerChar * RATE_DECAY);
+      solverRates.set(solver, rates);
+    }
     try {
       // Building and parsing the model count against the limit too.
-      const solveMs = Math.max(1, deadline - now());
+      const solveMs = deadline - now() - built.lp.length * rates.overrunMsPerChar * RATE_MARGIN;
+      if (solveMs <= 0) break;
+      const runMs = closing || round === 1 ? solveMs : solveMs / 2;
+      const runStart = now();
+      const stopAt = now() + runMs;
+      // HiGHS checks its time_limit only now and then (a 1 s limit on an 8 x 32 model ran 1.5 s): the
+      // interrupt channels stop it at the next checkpoint past the limit.
+      const stop: MilpInterrupt = (event) => {
+        if (now() >= stopAt) event.interrupt();
+        return undefined;
+      };
       milp.options.set({
         output_flag: false,
-        time_limit: (closing || round === 1 ? solveMs : solveMs / 2) / 1000,
+        time_limit: runMs / 1000,
         mip_rel_gap: RELATIVE_GAP,
         mip_heuristic_effort: HEURISTIC_EFFORT,
         ...(options.highsOptions ?? {}),
       });
-      milp.run();
+      milp.run({ 1: stop, 2: stop, 6: stop });
       const status = milp.getModelStatus();
+      // Only a run stopped by the limit tells how far past it HiGHS goes.
+      if (calibrate && (status === HIGHS_TIME_LIMIT || status === HIGHS_INTERRUPTED)) rates.overrunMsPerChar = Math.max(MIN_MS_PER_CHAR, (now() - runStart - runMs) / built.lp.length, rates.overrunMsPerChar * RATE_DECAY);
       if (status === HIGHS_INFEASIBLE) {
         bound = Math.max(bound, target);
         proven = run.iterationMs <= bound / (1 - RELATIVE_GAP) + EPS;
         continue;
       }
       const dual = Number(milp.info.get('mip_dual_bound'));
-      if (status !== HIGHS_OPTIMAL && Number.isFinite(dual)) bound = Math.max(bound, Math.min(dual, target));
+      if (status !== HIGHS_OPTIMAL && Number.isFinite(dual) && Math.min(dual, target) > bound * (1 + RELATIVE_GAP)) {
+        bound = Math.min(dual, target);
+        atBound = true;
+      }
       if (Number(milp.info.get('primal_solution_status')) !== 2) {
         if (closing) break;
         bisect = false;

@@ -28,6 +28,23 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
   for (let i = 0; i < S; i++) left[i] = N * (d[i * 3] + d[i * 3 + 1] + d[i * 3 + 2]);
   const lst = (x: number, p: number) => windows.lct[x] - p;
   const order: number[][] = Array.from({ length: S }, () => []);
+  // Per stage, its ops by latest completion: once the stage is busy until t, every op still to run
+  // there with a deadline of at most d runs after t, so their work must fit in [t, d].
+  const byDeadline: Int32Array[] = Array.from({ length: S }, (_, i) => {
+    const ops = Array.from({ length: 3 * N }, (_, x) => i * 3 * N + x);
+    ops.sort((a, b) => windows.lct[a] - windows.lct[b]);
+    return Int32Array.from(ops);
+  });
+  const fitsDeadlines = (i: number, from: number): boolean => {
+    let t = from;
+    for (const x of byDeadline[i]) {
+      const k = Math.floor(x / N) % 3;
+      if (x % N < next[i * 3 + k]) continue;
+      t += d[i * 3 + k];
+      if (t > windows.lct[x] + EPS) return false;
+    }
+    return true;
+  };
   let nodes = 0;
   let stopped = false;
   const total = 3 * S * N;
@@ -36,7 +53,8 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
   const candKind = new Int32Array(3 * S);
   const candReady = new Float64Array(3 * S);
 
-  const search = (placed: number): boolean => {
+  /** `last`: the stage of the op placed last (-1 at the root); only it and its neighbours' deadline checks can change. */
+  const search = (placed: number, last: number): boolean => {
     if (placed === total) return true;
     if (++nodes > budget.maxNodes || ((nodes & 1023) === 0 && budget.now() > budget.deadline)) {
       stopped = true;
@@ -47,24 +65,41 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
     let bestStage = -1;
     let bestCandidate = -1;
     for (let i = 0; i < S; i++) {
+      // The earliest any op left on the stage can start: the least over its kinds of the next op's
+      // ready time (or, not ready yet, its window's earliest start).
+      let stageStart = Number.POSITIVE_INFINITY;
       for (let k = 0; k < 3; k++) {
         const j = next[i * 3 + k];
         if (j >= N) continue;
+        const floor = Math.max(free[i], windows.est[g(i, k, j)]);
         let ready = free[i];
         if (k === OP_F) {
           if (i > 0) {
             const e = end[g(i - 1, OP_F, j)];
-            if (Number.isNaN(e)) continue;
+            if (Number.isNaN(e)) {
+              stageStart = Math.min(stageStart, floor);
+              continue;
+            }
             ready = Math.max(ready, e + link[i - 1]);
           }
         } else if (k === OP_B) {
-          if (j >= next[i * 3 + OP_F]) continue;
+          if (j >= next[i * 3 + OP_F]) {
+            stageStart = Math.min(stageStart, floor);
+            continue;
+          }
           if (i < S - 1) {
             const e = end[g(i + 1, OP_B, j)];
-            if (Number.isNaN(e)) continue;
+            if (Number.isNaN(e)) {
+              stageStart = Math.min(stageStart, floor);
+              continue;
+            }
             ready = Math.max(ready, e + link[i]);
           }
-        } else if (j >= next[i * 3 + OP_B]) continue;
+        } else if (j >= next[i * 3 + OP_B]) {
+          stageStart = Math.min(stageStart, floor);
+          continue;
+        }
+        stageStart = Math.min(stageStart, Math.max(ready, floor));
         const p = d[i * 3 + k];
         // Ready ops past their latest start: no completion of this branch meets the target.
         if (ready > lst(g(i, k, j), p) + EPS) return false;
@@ -74,6 +109,7 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
         n++;
         if (ready + p < bestEnd) (bestEnd = ready + p), (bestStage = i), (bestCandidate = n - 1);
       }
+      if (stageStart < Number.POSITIVE_INFINITY && (last < 0 || Math.abs(i - last) <= 1) && !fitsDeadlines(i, stageStart)) return false;
     }
     if (bestStage < 0) return false;
     // The conflict set on the stage of the earliest completion, most urgent first (copied: the
@@ -98,7 +134,7 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       left[i] -= p;
       next[i * 3 + k]++;
       order[i].push(encodeOp(k, j));
-      if (search(placed + 1)) return true;
+      if (search(placed + 1, i)) return true;
       order[i].pop();
       next[i * 3 + k]--;
       left[i] += p;
@@ -108,6 +144,6 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
     }
     return false;
   };
-  if (search(0)) return order.map((o) => Int32Array.from(o));
+  if (search(0, -1)) return order.map((o) => Int32Array.from(o));
   return stopped ? 'unknown' : 'infeasible';
 }
