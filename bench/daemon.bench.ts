@@ -6,7 +6,8 @@
  *   drained by one daemon process; link samples per second of drain time;
  * - control loop: S=8, N=32, 64 reporting ranks (8 replicas); time from writing the iteration's
  *   reports that reveal a straggler (the K-th bad sample) to the prepared schedule's control event;
- *   planning on a worker thread (the default), and on the event loop in alternating rounds;
+ *   quick decisions (Alg. 2 for a small job) inline as shipped, and every decision on the planning
+ *   worker (control.inlinePlanMaxCells 0), in alternating rounds;
  * - planning isolation: another job's reports, XADD -> acknowledged, while an 8 x 32 job is
  *   planned by the MILP for seconds, with planning on the event loop and on a worker;
  * - memory: retained heap and typed-array bytes of the per-job detector state per 10k links (node --expose-gc).
@@ -17,8 +18,9 @@
  *
  * Quick runs that leave the results file alone:
  *   node dist/bench/daemon.bench.js loop [TRIALS] [own-core]   control-loop trials only
- *     (PIPEMORPH_BENCH_WORKERS=0: planning inline; own-core: the daemon on a core of its own)
+ *     (PIPEMORPH_BENCH_ON_WORKER=1: every decision on the planning worker; own-core: the daemon on a core of its own)
  *   node dist/bench/daemon.bench.js isolation                   the planning-isolation rows
+ *   node dist/bench/daemon.bench.js ingest                      the ingest drain
  * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process.
  */
 import Redis from 'ioredis';
@@ -206,13 +208,16 @@ interface Trial {
   writes: number;
 }
 
-async function controlLoopLatency(trials: number, workers?: number, ownCore = false): Promise<{ trials: Trial[]; planning: Planning }> {
-  const jobId = `bench-loop-${run}-${workers ?? 'default'}${ownCore ? '-pinned' : ''}`;
+/** Where decisions are made: the shipped default (quick ones inline, the rest on the worker), or every one on the worker. */
+type Placement = 'default' | 'worker';
+
+async function controlLoopLatency(trials: number, placement: Placement = 'default', ownCore = false): Promise<{ trials: Trial[]; planning: Planning }> {
+  const jobId = `bench-loop-${run}-${placement}${ownCore ? '-pinned' : ''}`;
   const stages = 8;
   const dp = 8;
   await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId, stages, dp)));
   const daemon = await startDaemon((c) => {
-    if (workers !== undefined) c.control.planningWorkers = workers;
+    if (placement === 'worker') c.control.inlinePlanMaxCells = 0;
   }, ownCore);
   const keys = jobKeys(jobId);
   await waitFor(async () => (await redis.get(keys.schedule)) !== null);
@@ -478,10 +483,15 @@ async function main(): Promise<void> {
     await redis.quit();
     return;
   }
+  if (process.argv[2] === 'ingest') {
+    console.log(JSON.stringify({ ingestSamplesPerSec: Math.round(await ingestThroughput()) }));
+    await redis.quit();
+    return;
+  }
   if (process.argv[2] === 'loop') {
-    // Only the control-loop trials on a worker, printed, results file untouched (profiling runs).
-    const workers = process.env.PIPEMORPH_BENCH_WORKERS !== undefined ? Number(process.env.PIPEMORPH_BENCH_WORKERS) : 1;
-    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), workers, process.argv[4] === 'own-core');
+    // Only the control-loop trials, printed, results file untouched (profiling runs).
+    const placement: Placement = process.env.PIPEMORPH_BENCH_ON_WORKER ? 'worker' : 'default';
+    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), placement, process.argv[4] === 'own-core');
     const ms = trials.map((t) => t.ms);
     console.log(JSON.stringify({ trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms) }));
     await redis.quit();
@@ -489,21 +499,22 @@ async function main(): Promise<void> {
   }
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
-  // Planning on a worker (the default) and on the event loop, alternating rounds of 25 trials, so
-  // that both see the same machine: the comparison is fair even when the load changes.
+  // The shipped placement (Alg. 2 for this job inline) and every decision on the worker,
+  // alternating rounds of 25 trials, so that both see the same machine: the comparison is fair
+  // even when the load changes.
   const trials: Trial[] = [];
-  const inline: number[] = [];
+  const onWorker: number[] = [];
   const plannings: Planning[] = [];
   for (let round = 0; round < 4; round++) {
-    const onWorker = await controlLoopLatency(25, 1);
-    trials.push(...onWorker.trials);
-    plannings.push(onWorker.planning);
-    inline.push(...(await controlLoopLatency(25, 0)).trials.map((t) => t.ms));
+    const shipped = await controlLoopLatency(25);
+    trials.push(...shipped.trials);
+    plannings.push(shipped.planning);
+    onWorker.push(...(await controlLoopLatency(25, 'worker')).trials.map((t) => t.ms));
   }
   const count = plannings.reduce((a, p) => a + p.count, 0);
   const planning: Planning = { count, meanMs: plannings.reduce((a, p) => a + p.meanMs * p.count, 0) / Math.max(1, count), over10Ms: plannings.reduce((a, p) => a + p.over10Ms, 0) };
   // The daemon on a core of its own (its Deployment's CPU request), this bench and Redis on the others.
-  const ownCoreMs = cpus().length >= 2 && pin(process.pid, `0-${cpus().length - 1}`) ? (await controlLoopLatency(50, 1, true)).trials.map((t) => t.ms) : [];
+  const ownCoreMs = cpus().length >= 2 && pin(process.pid, `0-${cpus().length - 1}`) ? (await controlLoopLatency(50, 'default', true)).trials.map((t) => t.ms) : [];
   const isolation = [await ingestDuringSlowPlan(0), await ingestDuringSlowPlan(1)];
   await redis.quit();
   const r = (x: number) => Math.round(x * 1000) / 1000;
@@ -517,13 +528,13 @@ async function main(): Promise<void> {
     (['ms', 'writeMs', 'loopStallMs', 'gcMs', 'benchStallMs', 'writes'] as const).map((k) => [k, { slowestTenth: avg(tail, (t) => t[k]), rest: avg(body, (t) => t[k]) }]),
   );
   const controlLoopOwnCore = ownCoreMs.length > 0 ? { trials: ownCoreMs.length, p50Ms: r(percentile(ownCoreMs, 50)), p90Ms: r(percentile(ownCoreMs, 90)), p99Ms: r(percentile(ownCoreMs, 99)), maxMs: r(Math.max(...ownCoreMs)) } : null;
-  const controlLoopInline = { trials: inline.length, p50Ms: r(percentile(inline, 50)), p90Ms: r(percentile(inline, 90)), p99Ms: r(percentile(inline, 99)), maxMs: r(Math.max(...inline)) };
+  const controlLoopOnWorker = { trials: onWorker.length, p50Ms: r(percentile(onWorker, 50)), p90Ms: r(percentile(onWorker, 90)), p99Ms: r(percentile(onWorker, 99)), maxMs: r(Math.max(...onWorker)) };
   const controlLoop = { trials: latencies.length, p50Ms: r(percentile(latencies, 50)), p90Ms: r(percentile(latencies, 90)), p99Ms: r(percentile(latencies, 99)), maxMs: r(Math.max(...latencies)), breakdown, planning };
   console.log(JSON.stringify({ controlLoop }));
   const summary = { ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: r(percentile(latencies, 50)), controlLoopP99Ms: r(percentile(latencies, 99)), heapBytesPer10kLinks: Math.round(heap) };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopInline, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)) })}\n`);
+  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopOnWorker, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)) })}\n`);
   console.log(JSON.stringify(summary));
 }
 

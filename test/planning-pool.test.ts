@@ -12,7 +12,7 @@ import { JobControlInput } from '../src/core/control/control-input.type';
 import { decideControl, initialPipelines } from '../src/core/control/job-controller';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { MetricsService } from '../src/daemon/metrics/metrics.service';
-import { PlanningError, PlanningPool, planningWorkerPath } from '../src/daemon/planning/planning-pool.service';
+import { PlanningError, PlanningPool, planningWorkerPath, quickDecision } from '../src/daemon/planning/planning-pool.service';
 
 /** S stages, N microbatches, one replica, link 1 slower by `extraMs`, running the initial plan. */
 function straggling(S: number, N: number, extraMs = 60): JobControlInput {
@@ -33,6 +33,7 @@ function straggling(S: number, N: number, extraMs = 60): JobControlInput {
 
 function pool(overrides: Partial<PipemorphConfig['control']> = {}): { pool: PlanningPool; metrics: MetricsService } {
   const config = structuredClone(defaults) as PipemorphConfig;
+  config.control.inlinePlanMaxCells = 0; // every decision on a worker, unless a test says otherwise
   Object.assign(config.control, overrides);
   const metrics = new MetricsService();
   return { pool: new PlanningPool(config, metrics), metrics };
@@ -142,6 +143,22 @@ describe('PlanningPool (worker threads)', () => {
       await p.decide(straggling(4, 8), DEFAULT_CONTROL_CONFIG); // the worker is up
       await expect(p.decide(straggling(8, 32), slow)).rejects.toMatchObject({ reason: 'timeout' });
       expect(await failures(metrics, 'timeout')).toBe(1);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('makes quick decisions (Alg. 2, small job, nothing to re-map) on the event loop and the rest on a worker', async () => {
+    const { pool: p } = pool({ inlinePlanMaxCells: 256 });
+    try {
+      expect(plain(await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG))).toEqual(plain(decideControl(straggling(8, 32), DEFAULT_CONTROL_CONFIG)));
+      expect(p.workers).toBe(0); // 8 x 32 = 256 cells: inline
+      await p.decide(straggling(8, 33), DEFAULT_CONTROL_CONFIG);
+      expect(p.workers).toBe(1); // above the line: a worker
+      expect(quickDecision(straggling(4, 16), search, 256)).toBe(false); // the search never runs inline
+      const remapping = { ...straggling(4, 16), topology: { rankAt: [], rings: [], localityOf: new Map(), allReduce: null, remapAllowed: true, dataParallelLinks: [{ fromRank: 0, toRank: 4, extraMs: 30, straggler: true }] } };
+      expect(quickDecision(remapping, DEFAULT_CONTROL_CONFIG, 256)).toBe(false); // a re-map's placement search neither
+      expect(quickDecision(straggling(4, 16), DEFAULT_CONTROL_CONFIG, 0)).toBe(false); // 0: never inline
     } finally {
       await p.onApplicationShutdown();
     }

@@ -40,6 +40,19 @@ interface Slot {
 }
 
 /**
+ * Whether a decision is cheap enough to make on the event loop: Alg. 2 (or the initial plan) for a
+ * job of at most `maxCells` stages x microbatches, with no data-parallel straggler to re-map
+ * (the placement search is not cheap). A few generator and simulator runs (about 3 ms at 8 x 32 x
+ * 8 replicas): less than the two thread hops a worker costs on a busy machine, so the first
+ * reaction to a straggler is faster inline; the search, the exact planner and large jobs stay on
+ * the worker, where they cannot delay ingest.
+ */
+export function quickDecision(input: JobControlInput, config: ControlConfig, maxCells: number): boolean {
+  if (config.planner !== 'adaptive' || input.stages * input.microbatches > maxCells) return false;
+  return !(input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false);
+}
+
+/**
  * The compiled worker: beside this file when the daemon runs from dist; from dist as well when
  * the sources run under Jest (npm test builds first), since a worker thread cannot load TypeScript.
  */
@@ -77,7 +90,7 @@ export class PlanningPool implements OnApplicationShutdown {
 
   async decide(input: JobControlInput, config: ControlConfig): Promise<ControlOutcome> {
     if (this.closed) throw new PlanningError('planning pool is shut down', 'error');
-    if (this.config.control.planningWorkers === 0) return this.decideInline(input, config);
+    if (this.config.control.planningWorkers === 0 || quickDecision(input, config, this.config.control.inlinePlanMaxCells)) return this.decideInline(input, config);
     return new Promise<ControlOutcome>((resolve, reject) => {
       this.queue.push({ request: { id: this.nextId++, input, config }, resolve, reject });
       this.dispatch();

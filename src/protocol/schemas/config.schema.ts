@@ -270,6 +270,7 @@ export const configSchema = {
         "delegateCopyOverhead",
         "hostMemory",
         "planningWorkers",
+        "inlinePlanMaxCells",
         "planTimeoutMs",
         "optimalMaxCells",
         "optimalTimeLimitMs"
@@ -337,6 +338,12 @@ export const configSchema = {
           "type": "integer",
           "minimum": 0,
           "maximum": 64
+        },
+        "inlinePlanMaxCells": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 1048576,
+          "description": "Alg. 2 decisions (control.planner adaptive) for jobs of at most this many stages x microbatches are made on the event loop, not a planning worker (0: never)."
         },
         "planTimeoutMs": {
           "type": "integer",
