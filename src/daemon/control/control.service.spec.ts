@@ -82,7 +82,7 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
   async function commitOpen(h: ReturnType<typeof serviceHarness>, job: JobRuntime): Promise<void> {
     const open = job.switching.handshake!;
     for (const r of job.reporting) {
-      await h.publisher.onAck(job, { type: 'ack', protocol: 1, jobId: job.jobId, rank: r.rank, version: open.schedule.version, epoch: job.epoch, accepted: true }, h.clock.now());
+      await h.publisher.onAck(job, { type: 'ack', protocol: 1, jobId: job.jobId, rank: r.rank, version: open.schedule.version, epoch: job.epoch, iteration: Math.max(0, job.progress.maxIteration), accepted: true }, h.clock.now());
     }
   }
 
