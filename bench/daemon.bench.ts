@@ -493,7 +493,8 @@ async function main(): Promise<void> {
     const placement: Placement = process.env.PIPEMORPH_BENCH_ON_WORKER ? 'worker' : 'default';
     const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), placement, process.argv[4] === 'own-core');
     const ms = trials.map((t) => t.ms);
-    console.log(JSON.stringify({ trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms) }));
+    const mean = (f: (t: Trial) => number) => trials.reduce((a, t) => a + f(t), 0) / trials.length;
+    console.log(JSON.stringify({ trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms), meanLoopStallMs: mean((t) => t.loopStallMs), meanGcMs: mean((t) => t.gcMs) }));
     await redis.quit();
     return;
   }
