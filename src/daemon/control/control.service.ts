@@ -111,18 +111,13 @@ export class ControlService {
       job.requestEvaluation();
       return;
     }
-    let outcome: ControlOutcome;
     // The version a switch would need is allocated while planning runs (one round trip less after it).
     const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
-    try {
-      outcome = await this.planning.decide(input, this.controlConfig);
-      await reserving;
-    } catch (error) {
-      await reserving;
-      if (!(error instanceof PlanningError)) throw error;
-      // Counted by the pool. Not retried at once (a planner that throws would throw again): the
-      // next maintenance run (jobs.maintenanceCron) or report decides afresh.
-      this.logger.error(`job ${job.jobId}: planning failed (${error.reason}): ${error.message.split('\n')[0]}`);
+    let outcome = await this.decide(job, input, this.controlConfig, 'planning');
+    await reserving;
+    if (!outcome) {
+      // Not retried at once (a planner that throws would throw again): the next maintenance run
+      // (jobs.maintenanceCron) or report decides afresh.
       job.evaluated();
       return;
     }
@@ -159,8 +154,8 @@ export class ControlService {
    * milliseconds so the ranks get slackness and delegation at once; once it is in force and the
    * same links still straggle, the job is planned again with `control.refinePlanner` (the exact
    * planner for small jobs, the search above), which is never worse, and switched again when that
-   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns the refined outcome
-   * when it decides a switch, else null. `switching`: this step publishes the first plan now, so
+   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns
+   * the refined outcome when it decides a switch, else null. `switching`: this step publishes the first plan now, so
    * the refinement waits for the next step, asked for here.
    */
   private async refine(job: JobRuntime, input: JobControlInput, switching: boolean): Promise<ControlOutcome | null> {
@@ -179,12 +174,17 @@ export class ControlService {
     }
     if (job.refinedFor === links) return null;
     job.noteRefined(links);
+    const outcome = await this.decide(job, input, { ...this.controlConfig, planner }, 'refining the plan');
+    return outcome?.decision ? outcome : null;
+  }
+
+  /** A decision from the planning pool; null when planning failed (counted by the pool, logged here). */
+  private async decide(job: JobRuntime, input: JobControlInput, config: ControlConfig, what: string): Promise<ControlOutcome | null> {
     try {
-      const outcome = await this.planning.decide(input, { ...this.controlConfig, planner });
-      return outcome.decision ? outcome : null;
+      return await this.planning.decide(input, config);
     } catch (error) {
       if (!(error instanceof PlanningError)) throw error;
-      this.logger.error(`job ${job.jobId}: refining the plan failed (${error.reason}): ${error.message.split('\n')[0]}`);
+      this.logger.error(`job ${job.jobId}: ${what} failed (${error.reason}): ${error.message.split('\n')[0]}`);
       return null;
     }
   }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/commo
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { ControlConfig } from '../../core/control/control-config.type';
+import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../../core/control/control-config.type';
 import { ControlOutcome } from '../../core/control/control-decision.type';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
@@ -140,7 +140,9 @@ export class PlanningPool implements OnApplicationShutdown {
   }
 
   private spawn(): Slot {
-    const workerData: PlanningWorkerData = { preloadMilp: (this.config.control.planner === 'optimal' || this.config.control.refinePlanner === 'optimal') && this.config.control.optimalMaxCells > 0 };
+    const { planner, refinePlanner, optimalMaxCells } = this.config.control;
+    const preloadMilp = [planner, refinePlanner].some((p) => p !== 'none' && usesMilpSolver({ ...DEFAULT_CONTROL_CONFIG, planner: p, optimalMaxCells }));
+    const workerData: PlanningWorkerData = { preloadMilp };
     const worker = new Worker(this.workerPath(), { workerData });
     const slot: Slot = { worker, ready: false, task: null, timer: null };
     slot.timer = setTimeout(() => {
