@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import loadHighs from 'highs';
 import { simulateSchedule } from '../engine/simulator';
 import { EngineRun } from '../engine/engine-run.type';
 import { encodeOp } from '../pipeline/op';
@@ -7,11 +8,14 @@ import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { iterationLowerBoundMs, opHeadsAndTails } from './lower-bound';
 import { propagatedWindows } from './op-windows';
 import { OpWindows } from './op-windows.type';
+import { MilpSolver, optimalPlan } from './optimal-planner';
+import { planPipeline } from './plan';
 import { scheduleWithin } from './schedule-within';
 
 // Soundness of everything the exact planner proves with: the combinatorial bound, the op windows
-// propagated from a target and the depth-first search's pruning (deadline energy per stage) must
-// never rule out a schedule that exists. Real schedules: random per-stage orders (ops of one kind
+// propagated from a target and the depth-first search's pruning (heads from the partial schedule
+// against the deadlines, a preemptive single machine per stage, dead ends remembered) must never
+// rule out a schedule that exists. Real schedules: random per-stage orders (ops of one kind
 // in microbatch order, F_j < B_j < W_j, as the planner assumes), replayed by the simulator.
 
 const instance = fc.record({
@@ -101,6 +105,64 @@ describe('bounds and propagation are sound (never above a real schedule)', () =>
           expect(scheduleWithin(model, tight, target, unlimited)).not.toBe('infeasible');
         }),
         { numRuns: 300, seed: 20261123 },
+      ),
+    ).toThrow();
+  });
+
+  // At a real schedule's time the pruning rarely bites; at the optimum (proven by HiGHS alone,
+  // without the search) every op is tight and the remembered dead ends are many.
+  const tight = fc.record({
+    S: fc.integer({ min: 2, max: 4 }),
+    N: fc.integer({ min: 3, max: 6 }),
+    ms: fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 12, maxLength: 12 }),
+    links: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 3, maxLength: 3 }),
+  });
+  let highs: MilpSolver;
+  beforeAll(async () => {
+    highs = await loadHighs();
+  });
+  const optimum = (model: PipelineModel): number | null => {
+    const result = optimalPlan(model, highs, planPipeline(model, { policy: 'gpipe' }).run, { timeLimitMs: 20_000, depthFirst: false });
+    return result.proven ? result.run.iterationMs : null;
+  };
+
+  it('at the proven optimum the depth-first search finds a schedule, and just below it none', () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(tight, (c) => {
+        const model = modelOf(c);
+        const best = optimum(model);
+        if (best === null) return;
+        checked++;
+        const at = best * (1 + 1e-9);
+        const windows = propagatedWindows(model, opHeadsAndTails(model), at);
+        expect(windows).not.toBeNull();
+        const found = scheduleWithin(model, windows!, at, unlimited);
+        expect(found).not.toBe('infeasible');
+        expect(found).not.toBe('unknown');
+        expect(simulateSchedule(model, found as Int32Array[]).iterationMs).toBeLessThanOrEqual(at + 1e-6);
+        const below = best * (1 - 1e-4);
+        const under = propagatedWindows(model, opHeadsAndTails(model), below);
+        if (under) expect(scheduleWithin(model, under, below, unlimited)).toBe('infeasible');
+      }),
+      { numRuns: 40, seed: 20261123 },
+    );
+    expect(checked).toBeGreaterThan(30);
+  });
+
+  it('can fail: deadlines 0.5 ms too tight at the optimum are caught by the same check', () => {
+    expect(() =>
+      fc.assert(
+        fc.property(tight, (c) => {
+          const model = modelOf(c);
+          const best = optimum(model);
+          if (best === null) return;
+          const at = best * (1 + 1e-9);
+          const windows = propagatedWindows(model, opHeadsAndTails(model), at)!;
+          const shrunk = { est: windows.est, lct: windows.lct.map((t) => t - 0.5) };
+          expect(scheduleWithin(model, shrunk, at, unlimited)).not.toBe('infeasible');
+        }),
+        { numRuns: 40, seed: 20261123 },
       ),
     ).toThrow();
   });

@@ -1,7 +1,8 @@
-import { encodeOp, OP_B, OP_F } from '../pipeline/op';
+import { encodeOp, OP_B, OP_F, OP_W } from '../pipeline/op';
 import { effectiveLinkDelayMs } from '../pipeline/pipeline-model';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { Schedule } from '../pipeline/schedule.type';
+import { DeadEnds } from './dead-ends';
 import { OpWindows } from './op-windows.type';
 
 const EPS = 1e-9;
@@ -9,132 +10,234 @@ const EPS = 1e-9;
 /**
  * A per-stage order whose schedule ends by the windows' target, found by depth-first search over
  * active schedules (Giffler-Thompson: take the op that can complete first, branch over the ops of
- * its stage that could start before that), most urgent (latest start) first, pruning every op
- * that would start after its latest start and every stage whose remaining work no longer fits.
- * Ops of one kind run in microbatch order, as in the MILP. Active schedules include an optimal
- * one (any schedule left-shifts into one without ending later), so a search that runs out of
- * branches proves that no schedule meets the target: 'infeasible'; 'unknown' when the node budget
- * or the clock runs out first. The caller replays the order: the times here are latency plus
- * transfer, without queueing.
+ * its stage that could start before that), most urgent (latest start) first. Ops of one kind run
+ * in microbatch order, as in the MILP. Active schedules include an optimal one (any schedule
+ * left-shifts into one without ending later), so a search that runs out of branches proves that
+ * no schedule meets the target: 'infeasible'; 'unknown' when the node budget or the clock runs
+ * out first. The caller replays the order: the times here are latency plus transfer, without
+ * queueing.
+ * Pruning, at every node: (1) heads of the ops not yet placed, from the partial schedule, against
+ * their deadlines, and per stage a single machine with those heads and deadlines, preemption
+ * allowed (a relaxation, exact by earliest deadline first); (2) dead ends (`DeadEnds`): a partial
+ * schedule with the same ops placed as one proven to have no completion, and no time earlier than
+ * it, has none either.
  */
-export function scheduleWithin(model: PipelineModel, windows: OpWindows, target: number, budget: { maxNodes: number; deadline: number; now: () => number }): Schedule | 'infeasible' | 'unknown' {
+export interface WithinBudget {
+  maxNodes: number;
+  deadline: number;
+  now: () => number;
+  /**
+   * Where dead ends are remembered: a store from an earlier search at this target or above is
+   * used and added to; default a fresh one; null remembers none (for comparisons: the answers
+   * must not change).
+   */
+  deadEnds?: DeadEnds | null;
+}
+
+export function scheduleWithin(model: PipelineModel, windows: OpWindows, target: number, budget: WithinBudget): Schedule | 'infeasible' | 'unknown' {
   const { stages: S, microbatches: N, durations: d } = model;
   const g = (i: number, k: number, j: number) => (i * 3 + k) * N + j;
   const link = Array.from({ length: Math.max(0, S - 1) }, (_, i) => effectiveLinkDelayMs(model, i));
+  // Deadlines (latest completions), nondecreasing along each kind's microbatch order: op j ends
+  // before op j + 1 starts. So on a stage the earliest deadline among the released ops is always
+  // that of a kind's next op.
+  const deadline = Float64Array.from(windows.lct);
+  for (let i = 0; i < S; i++) {
+    for (let k = 0; k < 3; k++) {
+      for (let j = N - 2; j >= 0; j--) deadline[g(i, k, j)] = Math.min(deadline[g(i, k, j)], deadline[g(i, k, j + 1)] - d[i * 3 + k]);
+    }
+  }
   const end = new Float64Array(S * 3 * N).fill(Number.NaN);
   const free = new Float64Array(S);
   const next = new Int32Array(S * 3); // per stage and kind: the next microbatch
   const left = new Float64Array(S); // work left per stage
   for (let i = 0; i < S; i++) left[i] = N * (d[i * 3] + d[i * 3 + 1] + d[i * 3 + 2]);
-  const lst = (x: number, p: number) => windows.lct[x] - p;
+  const lst = (x: number, p: number) => deadline[x] - p;
   const order: number[][] = Array.from({ length: S }, () => []);
-  // Per stage, its ops by latest completion: once the stage is busy until t, every op still to run
-  // there with a deadline of at most d runs after t, so their work must fit in [t, d].
-  const byDeadline: Int32Array[] = Array.from({ length: S }, (_, i) => {
-    const ops = Array.from({ length: 3 * N }, (_, x) => i * 3 * N + x);
-    ops.sort((a, b) => windows.lct[a] - windows.lct[b]);
-    return Int32Array.from(ops);
-  });
-  const fitsDeadlines = (i: number, from: number): boolean => {
-    let t = from;
-    for (const x of byDeadline[i]) {
-      const k = Math.floor(x / N) % 3;
-      if (x % N < next[i * 3 + k]) continue;
-      t += d[i * 3 + k];
-      if (t > windows.lct[x] + EPS) return false;
+
+  // (1) Heads: a placed op's start (set when placed); else the latest of its window's earliest start, its stage's
+  // free time and its predecessors' heads plus their times (and links).
+  const head = new Float64Array(S * 3 * N);
+  const rest = new Float64Array(3);
+  const at = new Int32Array(3);
+  const headsFit = (): boolean => {
+    for (let i = 0; i < S; i++) {
+      const p = d[i * 3];
+      for (let j = next[i * 3]; j < N; j++) {
+        const x = g(i, OP_F, j);
+        let r = Math.max(windows.est[x], free[i]);
+        if (j > 0) r = Math.max(r, head[x - 1] + p);
+        if (i > 0) r = Math.max(r, head[g(i - 1, OP_F, j)] + d[(i - 1) * 3] + link[i - 1]);
+        if (r + p > deadline[x] + EPS) return false;
+        head[x] = r;
+      }
+    }
+    for (let i = S - 1; i >= 0; i--) {
+      const p = d[i * 3 + 1];
+      for (let j = next[i * 3 + 1]; j < N; j++) {
+        const x = g(i, OP_B, j);
+        let r = Math.max(windows.est[x], free[i], head[g(i, OP_F, j)] + d[i * 3]);
+        if (j > 0) r = Math.max(r, head[x - 1] + p);
+        if (i < S - 1) r = Math.max(r, head[g(i + 1, OP_B, j)] + d[(i + 1) * 3 + 1] + link[i]);
+        if (r + p > deadline[x] + EPS) return false;
+        head[x] = r;
+      }
+    }
+    for (let i = 0; i < S; i++) {
+      const p = d[i * 3 + 2];
+      for (let j = next[i * 3 + 2]; j < N; j++) {
+        const x = g(i, OP_W, j);
+        let r = Math.max(windows.est[x], free[i], head[g(i, OP_B, j)] + d[i * 3 + 1]);
+        if (j > 0) r = Math.max(r, head[x - 1] + p);
+        if (r + p > deadline[x] + EPS) return false;
+        head[x] = r;
+      }
+    }
+    // Per stage, preemptive earliest deadline first over the ops left. Heads and deadlines grow
+    // along each kind, so only each kind's first unfinished op competes.
+    for (let i = 0; i < S; i++) {
+      let t = Number.NEGATIVE_INFINITY;
+      for (let k = 0; k < 3; k++) {
+        at[k] = next[i * 3 + k];
+        rest[k] = d[i * 3 + k];
+      }
+      for (;;) {
+        let run = -1;
+        let nextRelease = Number.POSITIVE_INFINITY;
+        for (let k = 0; k < 3; k++) {
+          if (at[k] >= N) continue;
+          const x = g(i, k, at[k]);
+          if (head[x] > t + EPS) nextRelease = Math.min(nextRelease, head[x]);
+          else if (run < 0 || deadline[x] < deadline[g(i, run, at[run])]) run = k;
+        }
+        if (run < 0) {
+          if (nextRelease === Number.POSITIVE_INFINITY) break;
+          t = nextRelease;
+          continue;
+        }
+        const x = g(i, run, at[run]);
+        const span = Math.min(rest[run], nextRelease - t);
+        t += span;
+        rest[run] -= span;
+        if (rest[run] <= EPS) {
+          if (t > deadline[x] + EPS) return false;
+          at[run]++;
+          rest[run] = d[i * 3 + run];
+        }
+      }
     }
     return true;
   };
+
+  // (2) Dead ends: what the rest depends on is each stage's free time and the ends of placed F and
+  // B whose successor on the next stage is not placed (every other placed op ends by its stage's
+  // free time).
+  const deadEnds = budget.deadEnds === undefined ? new DeadEnds() : budget.deadEnds;
+  deadEnds?.prepare(target);
+  const times = new Float64Array(S + 2 * S * N);
+  const frontier = (): number => {
+    let n = 0;
+    for (let i = 0; i < S; i++) times[n++] = free[i];
+    for (let i = 1; i < S; i++) for (let j = next[i * 3]; j < next[(i - 1) * 3]; j++) times[n++] = end[g(i - 1, OP_F, j)];
+    for (let i = 0; i + 1 < S; i++) for (let j = next[i * 3 + 1]; j < next[(i + 1) * 3 + 1]; j++) times[n++] = end[g(i + 1, OP_B, j)];
+    return n;
+  };
+
   let nodes = 0;
   let stopped = false;
   const total = 3 * S * N;
-  // Candidate ops: at most three per stage.
+  // Candidate ops: at most three per stage; the branches: at most three per level.
   const candStage = new Int32Array(3 * S);
   const candKind = new Int32Array(3 * S);
   const candReady = new Float64Array(3 * S);
+  const branchKind = new Int32Array(3 * total);
+  const branchStart = new Float64Array(3 * total);
 
-  /** `last`: the stage of the op placed last (-1 at the root); only it and its neighbours' deadline checks can change. */
-  const search = (placed: number, last: number): boolean => {
+  const search = (placed: number): boolean => {
     if (placed === total) return true;
-    if (++nodes > budget.maxNodes || ((nodes & 1023) === 0 && budget.now() > budget.deadline)) {
+    if (++nodes > budget.maxNodes || ((nodes & 63) === 0 && budget.now() > budget.deadline)) {
       stopped = true;
       return false;
     }
+    if (!deadEnds) return explore(placed);
+    if (deadEnds.dominated(next, times, frontier())) return false;
+    if (explore(placed)) return true;
+    // The deeper levels reused the buffer; the state itself is restored.
+    if (!stopped) deadEnds.remember(next, times, frontier());
+    return false;
+  };
+
+  const explore = (placed: number): boolean => {
+    if (!headsFit()) return false;
     let n = 0;
     let bestEnd = Number.POSITIVE_INFINITY;
     let bestStage = -1;
     let bestCandidate = -1;
     for (let i = 0; i < S; i++) {
-      // The earliest any op left on the stage can start: the least over its kinds of the next op's
-      // ready time (or, not ready yet, its window's earliest start).
-      let stageStart = Number.POSITIVE_INFINITY;
       for (let k = 0; k < 3; k++) {
         const j = next[i * 3 + k];
         if (j >= N) continue;
-        const floor = Math.max(free[i], windows.est[g(i, k, j)]);
         let ready = free[i];
         if (k === OP_F) {
           if (i > 0) {
             const e = end[g(i - 1, OP_F, j)];
-            if (Number.isNaN(e)) {
-              stageStart = Math.min(stageStart, floor);
-              continue;
-            }
+            if (Number.isNaN(e)) continue;
             ready = Math.max(ready, e + link[i - 1]);
           }
         } else if (k === OP_B) {
-          if (j >= next[i * 3 + OP_F]) {
-            stageStart = Math.min(stageStart, floor);
-            continue;
-          }
+          if (j >= next[i * 3 + OP_F]) continue;
           if (i < S - 1) {
             const e = end[g(i + 1, OP_B, j)];
-            if (Number.isNaN(e)) {
-              stageStart = Math.min(stageStart, floor);
-              continue;
-            }
+            if (Number.isNaN(e)) continue;
             ready = Math.max(ready, e + link[i]);
           }
-        } else if (j >= next[i * 3 + OP_B]) {
-          stageStart = Math.min(stageStart, floor);
-          continue;
-        }
-        stageStart = Math.min(stageStart, Math.max(ready, floor));
+        } else if (j >= next[i * 3 + OP_B]) continue;
         const p = d[i * 3 + k];
-        // Ready ops past their latest start: no completion of this branch meets the target.
-        if (ready > lst(g(i, k, j), p) + EPS) return false;
         candStage[n] = i;
         candKind[n] = k;
         candReady[n] = ready;
         n++;
         if (ready + p < bestEnd) (bestEnd = ready + p), (bestStage = i), (bestCandidate = n - 1);
       }
-      if (stageStart < Number.POSITIVE_INFINITY && (last < 0 || Math.abs(i - last) <= 1) && !fitsDeadlines(i, stageStart)) return false;
     }
     if (bestStage < 0) return false;
-    // The conflict set on the stage of the earliest completion, most urgent first (copied: the
-    // candidate arrays are shared with the deeper levels).
+    // The conflict set on the stage of the earliest completion, most urgent first (stored per
+    // level: the candidate arrays are shared with the deeper levels).
     const i = bestStage;
-    const branch: Array<{ k: number; ready: number; urgency: number }> = [];
+    const base = placed * 3;
+    let m = 0;
     for (let c = 0; c < n; c++) {
       // The op completing first always branches (it may take no time: then nothing else could start before it ends).
       if (c !== bestCandidate && (candStage[c] !== i || candReady[c] >= bestEnd - EPS)) continue;
       const k = candKind[c];
-      branch.push({ k, ready: candReady[c], urgency: lst(g(i, k, next[i * 3 + k]), d[i * 3 + k]) });
+      const urgency = lst(g(i, k, next[i * 3 + k]), d[i * 3 + k]);
+      let slot = m++;
+      while (slot > 0) {
+        const prev = branchKind[base + slot - 1];
+        const prevUrgency = lst(g(i, prev, next[i * 3 + prev]), d[i * 3 + prev]);
+        if (prevUrgency < urgency || (prevUrgency === urgency && prev > k)) break;
+        branchKind[base + slot] = prev;
+        branchStart[base + slot] = branchStart[base + slot - 1];
+        slot--;
+      }
+      branchKind[base + slot] = k;
+      branchStart[base + slot] = candReady[c];
     }
-    branch.sort((a, b) => a.urgency - b.urgency || b.k - a.k);
-    for (const { k, ready: start } of branch) {
+    for (let b = 0; b < m; b++) {
+      const k = branchKind[base + b];
+      const start = branchStart[base + b];
       const j = next[i * 3 + k];
       const p = d[i * 3 + k];
       const x = g(i, k, j);
       if (start + left[i] > target + EPS) continue;
       const savedFree = free[i];
       end[x] = start + p;
+      head[x] = start;
       free[i] = start + p;
       left[i] -= p;
       next[i * 3 + k]++;
       order[i].push(encodeOp(k, j));
-      if (search(placed + 1, i)) return true;
+      if (search(placed + 1)) return true;
       order[i].pop();
       next[i * 3 + k]--;
       left[i] += p;
@@ -144,6 +247,13 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
     }
     return false;
   };
-  if (search(0, -1)) return order.map((o) => Int32Array.from(o));
+  try {
+    if (search(0)) return order.map((o) => Int32Array.from(o));
+  } catch (error) {
+    // Two frames per op placed: a pipeline with more ops than the call stack holds (16 x 64 can)
+    // is searched as deep as the stack goes, and nothing is proven.
+    if (error instanceof RangeError) return 'unknown';
+    throw error;
+  }
   return stopped ? 'unknown' : 'infeasible';
 }
