@@ -106,9 +106,9 @@ describe('pipemorph plan --memory device', () => {
 describe('pipemorph plan --policy optimal', () => {
   const SLOW = { stages: 4, microbatches: 8, fMs: [9, 7, 12, 20], bMs: [10, 8, 13, 22], wMs: [5, 4, 6, 10], linkMs: [1, 1, 90] };
 
-  it('solves the MILP from a one-evaluation search, proves it optimal and prints the gap with --details; the schedule replays to its time', () => {
+  it('solves the MILP from a one-evaluation search without polish, proves it optimal and prints the gap with --details; the schedule replays to its time', () => {
     const profile = file('slow.json', SLOW);
-    const out = json('plan', '--profile', profile, '--policy', 'optimal', '--max-evaluations', '1', '--time-limit-ms', '5000', '--details');
+    const out = json('plan', '--profile', profile, '--policy', 'optimal', '--max-evaluations', '1', '--polish-nodes', '0', '--time-limit-ms', '5000', '--details');
     expect(out.policy).toBe('optimal');
     expect(out.optimal.proven).toBe(true);
     expect(out.optimal.gap).toBeLessThan(1e-5);

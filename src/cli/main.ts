@@ -11,8 +11,8 @@ const USAGE = `usage: pipemorph <command> [options]
 
 commands:
   plan      --profile P.json [--policy initial|adaptive|search|optimal|1f1b|gpipe] [--warmup 7,5,3,1]
-            [--max-evaluations 400] [--budget-ms 2000] [--seed N] [--time-limit-ms 2000] [--memory host|device]
-            [--details]
+            [--max-evaluations 400] [--polish-nodes 5000] [--budget-ms 2000] [--seed N] [--time-limit-ms 2000]
+            [--memory host|device] [--details]
   simulate  --profile P.json --schedule S.json [--timeline]
   tolerance --profile P.json (--warmup 7,5,3,1 | --schedule S.json)
   compare   --profile P.json [--delay 0=60,6=30] [--budget-ms 50] [--table]

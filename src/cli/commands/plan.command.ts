@@ -12,7 +12,7 @@ import { PLAN_POLICIES, PlanPolicy } from '../../core/planner/plan-policy.type';
 import { expectOnly, integerListOption, numberOption, requiredOption, stringOption } from '../cli-args';
 import { loadProfile } from '../load-profile';
 
-export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'seed', 'time-limit-ms', 'memory', 'details'];
+export const PLAN_OPTIONS = ['profile', 'policy', 'warmup', 'budget-ms', 'max-evaluations', 'polish-nodes', 'seed', 'time-limit-ms', 'memory', 'details'];
 
 /**
  * `plan`: chooses warm-up counts by policy, generates the schedule and reports its simulated time
@@ -32,6 +32,7 @@ export function planCommand(options: Map<string, string | true>): unknown {
   const timeBudgetMs = numberOption(options, 'budget-ms', { min: 0 });
   const maxEvaluations = numberOption(options, 'max-evaluations', { integer: true, min: 1 });
   const seed = numberOption(options, 'seed', { integer: true, min: 0 });
+  const polishNodes = numberOption(options, 'polish-nodes', { integer: true, min: 0 });
 
   const timeLimitMs = numberOption(options, 'time-limit-ms', { min: 1 });
   if (timeLimitMs !== undefined && policyName !== 'optimal') throw new InputError('--time-limit-ms is the MILP solver\'s limit; it needs --policy optimal');
@@ -40,7 +41,7 @@ export function planCommand(options: Map<string, string | true>): unknown {
   if (memory === 'device' && !['adaptive', 'search', 'optimal'].includes(policyName)) {
     throw new InputError(`--memory device plans adaptive, search or optimal within device memory (initial always does); not --policy ${policyName}`);
   }
-  const search = { timeBudgetMs, maxEvaluations, seed };
+  const search = { timeBudgetMs, maxEvaluations, seed, polishNodes };
   if (policyName === 'optimal') {
     return loadMilpSolver().then((solver) => planOutput(model, options, planPipeline(model, { policy: 'optimal', memory, search, optimal: { solver, timeLimitMs } })));
   }

@@ -8,7 +8,8 @@ import { adaptiveWarmup } from './adaptive-planner';
 import { deviceInflightCaps, initialWarmup } from './initial-planner';
 import { PlanPolicy } from './plan-policy.type';
 import { MilpSolver, optimalPlan } from './optimal-planner';
-import { searchPlan, SearchOptions, SearchResult } from './search-planner';
+import { polishPlan } from './polish-plan';
+import { DEFAULT_SEARCH_SAFETY_MS, searchPlan, SearchOptions, SearchResult } from './search-planner';
 
 export interface PlanRequest {
   policy: PlanPolicy;
@@ -91,33 +92,33 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
       // Never worse than the simpler policy (the search starts from Alg. 2, but not from Alg. 1's device counts).
       const adaptive = planPipeline(model, { policy: 'adaptive', hostInflightCaps: request.hostInflightCaps });
       const result = adaptive.run.iterationMs < found.run.iterationMs ? { ...found, warmup: adaptive.warmup, wPlacement: adaptive.wPlacement, inflightCap: adaptive.warmup, lookAhead: new Array<LookAhead>(S).fill(LookAhead.None), run: adaptive.run } : found;
-      const options = { inflightCap: result.inflightCap, lookAhead: result.lookAhead };
-      const search = { evaluations: result.evaluations, elapsedMs: result.elapsedMs, adaptiveIterationMs: result.adaptiveIterationMs, timedOut: result.timedOut };
+      // Below the generator's space: a depth-first polish within the rest of the safety cap.
+      const now = request.search?.now ?? (() => performance.now());
+      const polishStart = now();
+      const safetyMs = request.search?.timeBudgetMs ?? DEFAULT_SEARCH_SAFETY_MS;
+      const polish = polishPlan(host, result.run, { maxNodes: request.search?.polishNodes, inflightCaps: request.hostInflightCaps, deadline: polishStart + Math.max(0, safetyMs - result.elapsedMs), now });
+      // A polished order is no longer the generator's: its warm-up counts are read off it, and the generator's options do not describe it.
+      const chosen = polish.improved ? { warmup: warmupOf(polish.run.order), wPlacement: result.wPlacement, run: polish.run } : result;
+      const options = polish.improved ? {} : { inflightCap: result.inflightCap, lookAhead: result.lookAhead };
+      const search = { evaluations: result.evaluations, elapsedMs: result.elapsedMs + (now() - polishStart), adaptiveIterationMs: result.adaptiveIterationMs, timedOut: result.timedOut || polish.timedOut };
       if (request.policy === 'optimal') {
         if (!request.optimal) throw new InputError('policy "optimal" needs the MILP solver (the highs package)');
         if (request.hostInflightCaps && request.hostInflightCaps.some((c) => c < N)) {
           // The MILP has no memory model: under host caps the search plan is what we can stand behind.
-          return { policy: 'optimal', warmup: result.warmup, wPlacement: result.wPlacement, ...options, run: result.run, search };
+          return { policy: 'optimal', warmup: chosen.warmup, wPlacement: chosen.wPlacement, ...options, run: chosen.run, search };
         }
-        const exact = optimalPlan(host, request.optimal.solver, result.run, { timeLimitMs: request.optimal.timeLimitMs });
+        const exact = optimalPlan(host, request.optimal.solver, chosen.run, { timeLimitMs: request.optimal.timeLimitMs });
         return {
           policy: 'optimal',
-          warmup: exact.warmStartKept ? result.warmup : warmupOf(exact.run.order),
-          wPlacement: result.wPlacement,
+          warmup: exact.warmStartKept ? chosen.warmup : warmupOf(exact.run.order),
+          wPlacement: chosen.wPlacement,
           ...(exact.warmStartKept ? options : {}),
           run: exact.run,
           search,
-          optimal: { boundMs: exact.boundMs, gap: exact.gap, proven: exact.proven, searchIterationMs: result.run.iterationMs },
+          optimal: { boundMs: exact.boundMs, gap: exact.gap, proven: exact.proven, searchIterationMs: chosen.run.iterationMs },
         };
       }
-      return {
-        policy: 'search',
-        warmup: result.warmup,
-        wPlacement: result.wPlacement,
-        ...options,
-        run: result.run,
-        search,
-      };
+      return { policy: 'search', warmup: chosen.warmup, wPlacement: chosen.wPlacement, ...options, run: chosen.run, search };
     }
     default:
       throw new InputError(`unknown policy "${String(request.policy)}"`);

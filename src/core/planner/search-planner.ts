@@ -26,6 +26,11 @@ export interface SearchOptions {
   extraSeeds?: readonly number[][];
   /** Also search per stage the generator's options beyond B > F > W (look-ahead, in-flight cap above the warm-up); default true. */
   richSchedules?: boolean;
+  /**
+   * Depth-first nodes per target of the polish that follows the search in `planPipeline` (polish-plan.ts;
+   * default DEFAULT_POLISH_NODES, 0 off): schedules outside the generator's space, found with a node budget.
+   */
+  polishNodes?: number;
   /** Injected clock, ms. */
   now?: () => number;
 }
