@@ -159,6 +159,11 @@ describe('PlanningPool (worker threads)', () => {
       const remapping = { ...straggling(4, 16), topology: { rankAt: [], rings: [], localityOf: new Map(), allReduce: null, remapAllowed: true, dataParallelLinks: [{ fromRank: 0, toRank: 4, extraMs: 30, straggler: true }] } };
       expect(quickDecision(remapping, DEFAULT_CONTROL_CONFIG, 256)).toBe(false); // a re-map's placement search neither
       expect(quickDecision(straggling(4, 16), DEFAULT_CONTROL_CONFIG, 0)).toBe(false); // 0: never inline
+      // Nothing straggles: no planner runs, whatever the policy, so a healthy job never queues behind another's slow plan.
+      const healthy = { ...straggling(4, 16), links: straggling(4, 16).links.map((l) => ({ ...l, extraMs: 0, straggler: false })) };
+      expect(quickDecision(healthy, search, 256)).toBe(true);
+      expect(quickDecision(healthy, { ...search, planner: 'optimal' }, 256)).toBe(true);
+      expect(quickDecision(healthy, search, 0)).toBe(false);
     } finally {
       await p.onApplicationShutdown();
     }

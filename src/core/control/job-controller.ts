@@ -98,6 +98,27 @@ function sameWarmups(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: num
   return true;
 }
 
+/** Same op order for every replica. */
+function sameSchedules(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: number): boolean {
+  for (let dp = 0; dp < dpSize; dp++) {
+    const x = a.find((p) => p.dpReplicas.includes(dp))?.schedule;
+    const y = b.find((p) => p.dpReplicas.includes(dp))?.schedule;
+    if (!x || !y || scheduleKey(x) !== scheduleKey(y)) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether a planned switch would change nothing that counts. Alg. 1 and 2 choose warm-up counts
+ * and leave the op order to the generator's greedy, whose order moves with every measured delay:
+ * for them equal counts are the same plan. The search and the exact planner choose the order
+ * itself (a W held back for an imminent B, ops interleaved across a bubble), and a new order
+ * with the same counts can be worth the switch (the gain threshold still applies).
+ */
+function samePlan(a: PipelineGroupPlan[], b: PipelineGroupPlan[], dpSize: number, planner: ControlConfig['planner']): boolean {
+  return planner === 'search' || planner === 'optimal' ? sameSchedules(a, b, dpSize) : sameWarmups(a, b, dpSize);
+}
+
 /** A content key of one schedule: replicas running equal schedules under equal delays price equally. */
 function scheduleKey(schedule: Schedule): string {
   return schedule.map((stage) => stage.join(',')).join(';');
@@ -280,7 +301,7 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
   const keptMs = predict(current.pipelines, delegation);
   const planned = plannedPipelines(input, stragglers, now, initial, config, delegation, solver);
   const plannedMs = predict(planned, delegation);
-  const worthIt = plannedMs < keptMs * (1 - config.minGain) && !sameWarmups(current.pipelines, planned, input.dpSize);
+  const worthIt = plannedMs < keptMs * (1 - config.minGain) && !samePlan(current.pipelines, planned, input.dpSize, config.planner);
   const delegatedMs = worthIt ? plannedMs : keptMs;
 
   // A NIC failure leaves only the delegated path, and delegates already running stay while stragglers last.
@@ -288,7 +309,7 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
     const direct = plannedPipelines(input, stragglers, now, initial, config, [], solver);
     const directMs = predict(direct, []);
     if (directMs < delegatedMs * (1 - config.minGain)) {
-      const replan = !sameWarmups(current.pipelines, direct, input.dpSize) && directMs < predictedPreviousMs * (1 - config.minGain);
+      const replan = !samePlan(current.pipelines, direct, input.dpSize, config.planner) && directMs < predictedPreviousMs * (1 - config.minGain);
       if (!replan) return outcome(null);
       return outcome({
         kind, pipelines: direct, delegation: [], links: reasonLinks, predictedPreviousMs, predictedNewMs: directMs, predictedStaticMs, reschedule: true,

@@ -31,10 +31,10 @@ describe('ControlService', () => {
     const { job } = await stragglingJob(h, spec);
     h.clock.advance(h.config.control.minReplanIntervalMs);
     // Another replica takes the job while this one decides: the decision is made, the write is fenced.
-    const nextVersion = h.store.nextVersion.bind(h.store);
-    jest.spyOn(h.store, 'nextVersion').mockImplementationOnce(async (...args) => {
+    const decide = h.planning.decide.bind(h.planning);
+    jest.spyOn(h.planning, 'decide').mockImplementationOnce(async (...args) => {
       h.store.stealLease(spec.jobId, 'replica-b', h.config.jobs.leaseMs);
-      return nextVersion(...args);
+      return decide(...args);
     });
     await h.control.evaluate(job);
     expect(await metricValue(h, 'pipemorph_replans_total', { kind: 'straggler' })).toBe(1);

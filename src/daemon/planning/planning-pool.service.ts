@@ -40,16 +40,19 @@ interface Slot {
 }
 
 /**
- * Whether a decision is cheap enough to make on the event loop: Alg. 2 (or the initial plan) for a
- * job of at most `maxCells` stages x microbatches, with no data-parallel straggler to re-map
- * (the placement search is not cheap). A few generator and simulator runs (about 3 ms at 8 x 32 x
- * 8 replicas): less than the two thread hops a worker costs on a busy machine, so the first
- * reaction to a straggler is faster inline; the search, the exact planner and large jobs stay on
- * the worker, where they cannot delay ingest.
+ * Whether a decision is cheap enough to make on the event loop: a job of at most `maxCells`
+ * stages x microbatches with no data-parallel straggler to re-map (the placement search is not
+ * cheap), and either Alg. 2 (or the initial plan) as the planner or no straggling link at all
+ * (then no planner runs, whatever the policy: the decision only prices the plans in force). A few
+ * generator and simulator runs (about 3 ms at 8 x 32 x 8 replicas): less than the two thread hops
+ * a worker costs on a busy machine, so the first reaction to a straggler is faster inline, and a
+ * healthy job's step never waits on the worker behind another job's slow plan; the search, the
+ * exact planner and large jobs stay on the worker, where they cannot delay ingest.
  */
 export function quickDecision(input: JobControlInput, config: ControlConfig, maxCells: number): boolean {
-  if (config.planner !== 'adaptive' || input.stages * input.microbatches > maxCells) return false;
-  return !(input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false);
+  if (input.stages * input.microbatches > maxCells) return false;
+  if (input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false) return false;
+  return config.planner === 'adaptive' || !input.links.some((l) => l.straggler);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Ack } from '../../protocol/protocol-v1.type';
 import { jobKeys } from '../../protocol/redis-keys';
-import { metricValue, preparedJob, registration, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
+import { metricValue, preparedJob, registration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
 
 const spec = registration('pub');
 
@@ -70,6 +70,8 @@ describe('SchedulePublisher', () => {
     const h = serviceHarness();
     const { job } = await stragglingJob(h, spec);
     h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    // Nothing in hand (e.g. the one held went stale): the step allocates beside planning.
+    job.switching.takeReserved(Number.POSITIVE_INFINITY);
     const allocations: number[] = [];
     const allocate = h.store.nextVersion.bind(h.store);
     h.store.nextVersion = async (...args) => {
@@ -81,15 +83,77 @@ describe('SchedulePublisher', () => {
     const decide = h.planning.decide.bind(h.planning);
     h.planning.decide = async (...args) => {
       const outcome = await decide(...args);
-      expect(allocations).toHaveLength(1); // allocated beside planning, before the decision came back
+      // Allocated beside planning, before the decision came back (the later call prices the healthy yardstick).
+      if (!planned) expect(allocations).toHaveLength(1);
       planned = true;
       return outcome;
     };
     await h.control.evaluate(job);
     expect(planned).toBe(true);
-    expect(allocations).toHaveLength(1);
-    expect(job.switching.handshake!.schedule.version).toBe(allocations[0]);
-    expect(job.switching.reserved).toBeNull();
+    const version = job.switching.handshake!.schedule.version;
+    expect(version).toBe(allocations[0]);
+    // The publish started the next switch's allocation: once it lands the job holds a version above this one.
+    await h.publisher.reserveVersion(job);
+    expect(allocations).toHaveLength(2);
+    expect(job.switching.reserved).toBe(allocations[1]);
+    expect(allocations[1]).toBeGreaterThan(version);
+  });
+
+  it('the next switch waits for no allocation: the version in hand since the last publish is used', async () => {
+    const h = serviceHarness();
+    const { job, iteration } = await preparedJob(h, spec);
+    const version = job.switching.handshake!.schedule.version;
+    for (let rank = 0; rank < 4; rank++) await h.publisher.onAck(job, ack(version, job.epoch, rank), h.clock.now());
+    expect(job.committed!.version).toBe(version);
+    await h.publisher.reserveVersion(job);
+    const inHand = job.switching.reserved!;
+    expect(inHand).toBeGreaterThan(version);
+    let allocated = 0;
+    const allocate = h.store.nextVersion.bind(h.store);
+    h.store.nextVersion = async (...args) => (allocated++, allocate(...args));
+    // The link heals: the recovery switch takes the version in hand.
+    await runIterations(h, spec, iteration, 12);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    expect(job.switching.handshake!.schedule.version).toBe(inHand);
+    // Only the following switch's version was allocated, after the prepare had its own.
+    await h.publisher.reserveVersion(job);
+    expect(allocated).toBe(1);
+    expect(job.switching.reserved).toBeGreaterThan(inHand);
+  });
+
+  it('versions are used in allocation order while one is in flight (can fail: a publish that allocated past it would go backwards)', async () => {
+    const h = serviceHarness();
+    const { job } = await preparedJob(h, spec);
+    const { decision, schedule } = job.switching.handshake!;
+    // The ranks stay silent: the handshake times out, and the controller prepares again.
+    h.clock.advance(h.config.handshake.prepareTimeoutMs);
+    await h.publisher.expire(job, h.clock.now());
+    expect(job.switching.handshake).toBeNull();
+    job.switching.takeReserved(Number.POSITIVE_INFINITY);
+    // An allocation in flight (slow to come back) when the publish needs a version: the publish must
+    // take it, not allocate past it (the late one would then be in hand below a version already sent).
+    const allocate = h.store.nextVersion.bind(h.store);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    h.store.nextVersion = async (...args) => {
+      const v = await allocate(...args);
+      if (first) {
+        first = false;
+        await gate;
+      }
+      return v;
+    };
+    const inFlight = h.publisher.reserveVersion(job);
+    const prepared = h.publisher.prepare(job, decision, h.clock.now());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await Promise.all([inFlight, prepared]);
+    await h.publisher.reserveVersion(job);
+    const again = job.switching.handshake!.schedule.version;
+    expect(again).toBeGreaterThan(schedule.version);
+    expect(job.switching.reserved).toBeGreaterThan(again);
   });
 
   it('never publishes a reserved version at or below one the job has known since (can fail: such a reservation is dropped)', async () => {
@@ -101,6 +165,8 @@ describe('SchedulePublisher', () => {
     expect(job.switching.handshake!.schedule.version).toBeGreaterThan(job.committed!.version);
     const versions = h.store.controlEvents(spec.jobId).map((e) => e.version);
     expect(new Set(versions).size).toBe(versions.length);
+    await h.publisher.reserveVersion(job);
+    expect(job.switching.takeReserved(0)).toBeGreaterThan(job.switching.handshake!.schedule.version); // the next one, in hand
     expect(job.switching.takeReserved(0)).toBeNull(); // taken once
     job.switching.reserve(7);
     expect(job.switching.takeReserved(6)).toBe(7);

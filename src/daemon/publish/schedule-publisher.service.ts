@@ -21,6 +21,8 @@ const MAX_BACKOFF_MS = 30000;
 @Injectable()
 export class SchedulePublisher {
   private readonly logger = new Logger(SchedulePublisher.name);
+  /** The version allocation in flight per job (reserveVersion). */
+  private readonly reserving = new WeakMap<JobRuntime, Promise<void>>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -37,7 +39,7 @@ export class SchedulePublisher {
   async publishInitial(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     const schedule = await this.build(job, decision, 'committed', 0, now);
     if (!schedule) return;
-    const result = await this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
+    const result = await this.reservingNext(job, this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     if (result === 'ok') this.committed(job, schedule, now);
   }
@@ -59,7 +61,7 @@ export class SchedulePublisher {
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
-    const result = await this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen);
+    const result = await this.reservingNext(job, this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
     if (result !== 'ok') {
       this.logger.warn(`job ${job.jobId}: prepare of version ${schedule.version} refused (${result})`);
@@ -145,18 +147,39 @@ export class SchedulePublisher {
   }
 
   /**
-   * Allocates the version the next publish will use while the decision is still being planned, so
-   * that a prepare is one Redis round trip after its decision, not two. Kept until a publish takes
-   * it (a decision to change nothing leaves it for the next one); allocation failures are left to
-   * the publish, which allocates again and handles a fenced epoch.
+   * Allocates the version the next publish will use ahead of its decision, so that a prepare is one
+   * Redis round trip after its decision, not two: the step starts it beside planning, and every
+   * publish that takes it starts the next one at once, so a job in steady state always holds one and
+   * its next switch waits for no allocation at all. Kept until a publish takes it (a decision to
+   * change nothing leaves it for the next one; a version reserved but never published is skipped,
+   * docs/protocol.md); one allocation per job at a time; failures are left to the publish, which
+   * allocates again and handles a fenced epoch.
    */
-  async reserveVersion(job: JobRuntime): Promise<void> {
-    if (job.switching.reserved !== null || job.released) return;
-    const version = await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor()).catch(() => 'failed' as const);
-    if (typeof version === 'number' && !job.released) job.switching.reserve(version);
+  reserveVersion(job: JobRuntime): Promise<void> {
+    if (job.switching.reserved !== null || job.released) return Promise.resolve();
+    let pending = this.reserving.get(job);
+    if (!pending) {
+      pending = this.store
+        .nextVersion(job.jobId, job.epoch, job.versionFloor())
+        .catch(() => 'failed' as const)
+        .then((version) => {
+          if (typeof version === 'number' && !job.released) job.switching.reserve(version);
+        })
+        .finally(() => this.reserving.delete(job));
+      this.reserving.set(job, pending);
+    }
+    return pending;
+  }
+
+  /** Starts the next switch's version behind `publishing` (so above its version) while nothing waits for it. */
+  private reservingNext<T>(job: JobRuntime, publishing: Promise<T>): Promise<T> {
+    void this.reserveVersion(job);
+    return publishing;
   }
 
   private async build(job: JobRuntime, decision: ControlDecision, state: PublishedSchedule['state'], effectiveIteration: number, now: number): Promise<PublishedSchedule | null> {
+    // One allocation at a time per job, so versions come out in the order they are used: one in flight is this publish's.
+    await this.reserving.get(job);
     const version = job.switching.takeReserved(job.versionFloor()) ?? (await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor()));
     if (version === 'fenced') {
       this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: 'fenced' });
