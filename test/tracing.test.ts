@@ -47,11 +47,18 @@ describe('tracing', () => {
       await job.pollControl();
       return job.pending();
     });
+    // The span ends when the daemon has read Redis's reply to its prepare; a reader polling on another
+    // connection can see the prepare before that, so wait for the span rather than expect it at once.
+    const publish = await waitFor('the publish span', async () =>
+      exporter.getFinishedSpans().find((s) => s.name === 'pipemorph.publish' && s.attributes['pipemorph.version'] === pending.version),
+    );
+    // The pass that published ends after its publish span.
+    await waitFor('the control pass span', async () =>
+      exporter.getFinishedSpans().some((s) => s.name === 'pipemorph.control_pass' && s.spanContext().traceId === pending.traceId),
+    );
     const spans = exporter.getFinishedSpans();
-    const publish = spans.find((s) => s.name === 'pipemorph.publish' && s.attributes['pipemorph.version'] === pending.version);
-    expect(publish).toBeDefined();
-    expect(publish!.spanContext().traceId).toBe(pending.traceId);
-    expect(publish!.attributes['pipemorph.links']).toBe('dp0:2');
+    expect(publish.spanContext().traceId).toBe(pending.traceId);
+    expect(publish.attributes['pipemorph.links']).toBe('dp0:2');
     const trace = spans.filter((s) => s.spanContext().traceId === pending.traceId);
     expect(new Set(trace.map((s) => s.name))).toEqual(new Set(['pipemorph.control_pass', 'pipemorph.ingest', 'pipemorph.detect_plan', 'pipemorph.publish']));
     const plan = trace.find((s) => s.name === 'pipemorph.detect_plan')!;
