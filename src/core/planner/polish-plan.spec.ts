@@ -2,10 +2,11 @@ import fc from 'fast-check';
 import { simulateSchedule } from '../engine/simulator';
 import { arbProfile, exactlyOnceProblems } from '../engine/run-checks.spec';
 import { toPipelineModel, validateProfile } from '../pipeline/pipeline-model';
+import { PipelineModel } from '../pipeline/pipeline-model.type';
 import { warmupOf } from '../pipeline/schedule';
 import { iterationLowerBoundMs } from './lower-bound';
 import { planPipeline } from './plan';
-import { polishPlan } from './polish-plan';
+import { polishNodesFor, polishPlan } from './polish-plan';
 
 /** Engine bench instance #17 (times rounded to 0.1 ms): the search stops at 493.9 ms, the optimum is lower. */
 const BENCH_17 = validateProfile({
@@ -76,19 +77,17 @@ describe('polishPlan', () => {
     expect(polishPlan(model, start, { maxNodes: 0 }).run).toBe(start);
   });
 
-  it('a pipeline with more ops than the call stack holds (16 x 64) is polished as far as it goes, not crashed', () => {
-    const model = toPipelineModel(
-      validateProfile({
-        stages: 16,
-        microbatches: 64,
-        fMs: [15.9, 13.2, 16.3, 19.7, 13.4, 17.3, 11.4, 14.6, 16.1, 13.3, 9.7, 8.6, 5.1, 5.4, 19.2, 17.5],
-        bMs: [14.5, 5.2, 14.3, 13.9, 15.8, 19.9, 9.2, 19.8, 14.7, 17.1, 14.4, 17.5, 7.1, 19.9, 12.6, 13.5],
-        wMs: [7.4, 10.9, 8.2, 17.2, 17.9, 16, 14.9, 19.9, 14.1, 16, 19.3, 12.3, 8.4, 13.8, 16.9, 17.8],
-        linkMs: [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 49.4, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5],
-      }),
-    );
-    const start = planPipeline(model, { policy: 'search', search: { maxEvaluations: 20, timeBudgetMs: Infinity, polishNodes: 0 } }).run;
-    const { run } = polishPlan(model, start);
-    expect(run.iterationMs).toBeLessThanOrEqual(start.iterationMs);
-  }, 30000); // under Jest each stack overflow formats a deep stack trace: seconds, not the 0.5 s of a plain process
+  it('scales the node budget with the job: as given up to 6 x 12, shrunk above, none where it cannot reach a complete schedule', () => {
+    const shape = (stages: number, microbatches: number) => ({ stages, microbatches }) as PipelineModel;
+    expect(polishNodesFor(shape(6, 12), 5000)).toBe(5000);
+    expect(polishNodesFor(shape(8, 16), 5000)).toBe(Math.floor((5000 * 216) / 384));
+    expect(polishNodesFor(shape(16, 64), 5000)).toBe(0);
+    expect(polishNodesFor(shape(4, 8), 0)).toBe(0);
+    // A job the budget cannot reach is returned as given without a round, whatever the clock.
+    const model = toPipelineModel(validateProfile({ stages: 16, microbatches: 64, fMs: Array(16).fill(10), bMs: Array(16).fill(12), wMs: Array(16).fill(8), linkMs: [...Array(7).fill(0.5), 50, ...Array(7).fill(0.5)] }));
+    const start = planPipeline(model, { policy: '1f1b' }).run;
+    const result = polishPlan(model, start, { now: () => 0, deadline: Number.POSITIVE_INFINITY });
+    expect(result.rounds).toBe(0);
+    expect(result.run).toBe(start);
+  });
 });

@@ -7,6 +7,13 @@ import { scheduleWithin } from './schedule-within';
 
 /** Depth-first nodes per target when the caller gives none: a few ms each at S = 5, N = 12. */
 export const DEFAULT_POLISH_NODES = 5000;
+/**
+ * Ops (3 * S * N) up to which the node budget applies as given (6 x 12). A node costs time linear
+ * in the ops (its bounds visit every op left), so above this the budget shrinks in proportion and
+ * a round's work stays that of a 6 x 12 job; a job whose budget is below one dive to a complete
+ * schedule (one node per op) is not polished at all.
+ */
+export const POLISH_REFERENCE_OPS = 216;
 /** Targets tried at most: each either finds a schedule, proves the target out of reach, or halves the step. */
 const ROUNDS = 8;
 /** First step below the best, as a share of its distance to the bound, and the smallest worth a round. */
@@ -15,7 +22,10 @@ const MIN_STEP = 0.02;
 const RELATIVE_GAP = 1e-6;
 
 export interface PolishOptions {
-  /** Depth-first nodes per target (default DEFAULT_POLISH_NODES); 0 turns polishing off. The budget: plans do not depend on the machine. */
+  /**
+   * Depth-first nodes per target for a job of up to POLISH_REFERENCE_OPS ops, scaled down above
+   * (default DEFAULT_POLISH_NODES); 0 turns polishing off. The budget: plans do not depend on the machine.
+   */
   maxNodes?: number;
   /** Most microbatches in flight per stage: a schedule holding more is not taken (the depth-first search has no memory model). */
   inflightCaps?: readonly number[];
@@ -47,7 +57,7 @@ export interface PolishResult {
  * search's worst gap to the proven optimum from 2.2% to below 1%.
  */
 export function polishPlan(model: PipelineModel, run: EngineRun, options: PolishOptions = {}): PolishResult {
-  const maxNodes = options.maxNodes ?? DEFAULT_POLISH_NODES;
+  const maxNodes = polishNodesFor(model, options.maxNodes ?? DEFAULT_POLISH_NODES);
   const now = options.now ?? (() => performance.now());
   const deadline = options.deadline ?? Number.POSITIVE_INFINITY;
   const caps = options.inflightCaps;
@@ -77,6 +87,13 @@ export function polishPlan(model: PipelineModel, run: EngineRun, options: Polish
   }
   if (now() >= deadline) timedOut = true;
   return { run: best, improved: best !== run, rounds, timedOut };
+}
+
+/** The node budget per target for this job (see POLISH_REFERENCE_OPS); 0 when it cannot reach a complete schedule. */
+export function polishNodesFor(model: PipelineModel, maxNodes: number): number {
+  const ops = 3 * model.stages * model.microbatches;
+  const nodes = ops <= POLISH_REFERENCE_OPS ? maxNodes : Math.floor((maxNodes * POLISH_REFERENCE_OPS) / ops);
+  return nodes >= ops ? nodes : 0;
 }
 
 function withinCaps(run: EngineRun, caps: readonly number[] | undefined): boolean {

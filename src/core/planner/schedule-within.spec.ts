@@ -50,4 +50,16 @@ describe('scheduleWithin', () => {
     const at = optimum.run.iterationMs * (1 + 1e-9);
     expect(scheduleWithin(model, propagatedWindows(model, opHeadsAndTails(model), at)!, at, { ...unlimited, maxNodes: 1 })).toBe('unknown');
   });
+
+  it('searches a pipeline deeper than the call stack (16 x 64: 3,072 levels) to a schedule, and replays it', () => {
+    const model = randomModel(16, 16, 64);
+    const start = planPipeline(model, { policy: '1f1b' }).run;
+    // A loose target: the first dive finds a schedule. A search recursing once per level overflows
+    // the stack here (it answered 'unknown').
+    const target = start.iterationMs * 1.5;
+    const found = scheduleWithin(model, propagatedWindows(model, opHeadsAndTails(model), target)!, target, { ...unlimited, maxNodes: 20_000 });
+    expect(found).not.toBe('unknown');
+    expect(found).not.toBe('infeasible');
+    expect(simulateSchedule(model, found as Int32Array[]).iterationMs).toBeLessThanOrEqual(target + 1e-6);
+  });
 });

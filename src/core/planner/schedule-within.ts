@@ -6,6 +6,10 @@ import { DeadEnds } from './dead-ends';
 import { OpWindows } from './op-windows.type';
 
 const EPS = 1e-9;
+// Bound once: the hot loops below call these per op per node, and a global lookup per call costs
+// many times the call where the global object is not V8's fast one (Jest's sandbox: 25x here).
+const { max, min } = Math;
+const { isNaN, NaN: NAN, POSITIVE_INFINITY: INF, NEGATIVE_INFINITY: NEG_INF } = Number;
 
 /**
  * A per-stage order whose schedule ends by the windows' target, found by depth-first search over
@@ -37,17 +41,17 @@ export interface WithinBudget {
 export function scheduleWithin(model: PipelineModel, windows: OpWindows, target: number, budget: WithinBudget): Schedule | 'infeasible' | 'unknown' {
   const { stages: S, microbatches: N, durations: d } = model;
   const g = (i: number, k: number, j: number) => (i * 3 + k) * N + j;
-  const link = Array.from({ length: Math.max(0, S - 1) }, (_, i) => effectiveLinkDelayMs(model, i));
+  const link = Array.from({ length: max(0, S - 1) }, (_, i) => effectiveLinkDelayMs(model, i));
   // Deadlines (latest completions), nondecreasing along each kind's microbatch order: op j ends
   // before op j + 1 starts. So on a stage the earliest deadline among the released ops is always
   // that of a kind's next op.
   const deadline = Float64Array.from(windows.lct);
   for (let i = 0; i < S; i++) {
     for (let k = 0; k < 3; k++) {
-      for (let j = N - 2; j >= 0; j--) deadline[g(i, k, j)] = Math.min(deadline[g(i, k, j)], deadline[g(i, k, j + 1)] - d[i * 3 + k]);
+      for (let j = N - 2; j >= 0; j--) deadline[g(i, k, j)] = min(deadline[g(i, k, j)], deadline[g(i, k, j + 1)] - d[i * 3 + k]);
     }
   }
-  const end = new Float64Array(S * 3 * N).fill(Number.NaN);
+  const end = new Float64Array(S * 3 * N).fill(NAN);
   const free = new Float64Array(S);
   const next = new Int32Array(S * 3); // per stage and kind: the next microbatch
   const left = new Float64Array(S); // work left per stage
@@ -65,9 +69,9 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       const p = d[i * 3];
       for (let j = next[i * 3]; j < N; j++) {
         const x = g(i, OP_F, j);
-        let r = Math.max(windows.est[x], free[i]);
-        if (j > 0) r = Math.max(r, head[x - 1] + p);
-        if (i > 0) r = Math.max(r, head[g(i - 1, OP_F, j)] + d[(i - 1) * 3] + link[i - 1]);
+        let r = max(windows.est[x], free[i]);
+        if (j > 0) r = max(r, head[x - 1] + p);
+        if (i > 0) r = max(r, head[g(i - 1, OP_F, j)] + d[(i - 1) * 3] + link[i - 1]);
         if (r + p > deadline[x] + EPS) return false;
         head[x] = r;
       }
@@ -76,9 +80,9 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       const p = d[i * 3 + 1];
       for (let j = next[i * 3 + 1]; j < N; j++) {
         const x = g(i, OP_B, j);
-        let r = Math.max(windows.est[x], free[i], head[g(i, OP_F, j)] + d[i * 3]);
-        if (j > 0) r = Math.max(r, head[x - 1] + p);
-        if (i < S - 1) r = Math.max(r, head[g(i + 1, OP_B, j)] + d[(i + 1) * 3 + 1] + link[i]);
+        let r = max(windows.est[x], free[i], head[g(i, OP_F, j)] + d[i * 3]);
+        if (j > 0) r = max(r, head[x - 1] + p);
+        if (i < S - 1) r = max(r, head[g(i + 1, OP_B, j)] + d[(i + 1) * 3 + 1] + link[i]);
         if (r + p > deadline[x] + EPS) return false;
         head[x] = r;
       }
@@ -87,8 +91,8 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       const p = d[i * 3 + 2];
       for (let j = next[i * 3 + 2]; j < N; j++) {
         const x = g(i, OP_W, j);
-        let r = Math.max(windows.est[x], free[i], head[g(i, OP_B, j)] + d[i * 3 + 1]);
-        if (j > 0) r = Math.max(r, head[x - 1] + p);
+        let r = max(windows.est[x], free[i], head[g(i, OP_B, j)] + d[i * 3 + 1]);
+        if (j > 0) r = max(r, head[x - 1] + p);
         if (r + p > deadline[x] + EPS) return false;
         head[x] = r;
       }
@@ -96,27 +100,27 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
     // Per stage, preemptive earliest deadline first over the ops left. Heads and deadlines grow
     // along each kind, so only each kind's first unfinished op competes.
     for (let i = 0; i < S; i++) {
-      let t = Number.NEGATIVE_INFINITY;
+      let t = NEG_INF;
       for (let k = 0; k < 3; k++) {
         at[k] = next[i * 3 + k];
         rest[k] = d[i * 3 + k];
       }
       for (;;) {
         let run = -1;
-        let nextRelease = Number.POSITIVE_INFINITY;
+        let nextRelease = INF;
         for (let k = 0; k < 3; k++) {
           if (at[k] >= N) continue;
           const x = g(i, k, at[k]);
-          if (head[x] > t + EPS) nextRelease = Math.min(nextRelease, head[x]);
+          if (head[x] > t + EPS) nextRelease = min(nextRelease, head[x]);
           else if (run < 0 || deadline[x] < deadline[g(i, run, at[run])]) run = k;
         }
         if (run < 0) {
-          if (nextRelease === Number.POSITIVE_INFINITY) break;
+          if (nextRelease === INF) break;
           t = nextRelease;
           continue;
         }
         const x = g(i, run, at[run]);
-        const span = Math.min(rest[run], nextRelease - t);
+        const span = min(rest[run], nextRelease - t);
         t += span;
         rest[run] -= span;
         if (rest[run] <= EPS) {
@@ -144,7 +148,6 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
   };
 
   let nodes = 0;
-  let stopped = false;
   const total = 3 * S * N;
   // Candidate ops: at most three per stage; the branches: at most three per level.
   const candStage = new Int32Array(3 * S);
@@ -153,24 +156,18 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
   const branchKind = new Int32Array(3 * total);
   const branchStart = new Float64Array(3 * total);
 
-  const search = (placed: number): boolean => {
-    if (placed === total) return true;
-    if (++nodes > budget.maxNodes || ((nodes & 63) === 0 && budget.now() > budget.deadline)) {
-      stopped = true;
-      return false;
-    }
-    if (!deadEnds) return explore(placed);
-    if (deadEnds.dominated(next, times, frontier())) return false;
-    if (explore(placed)) return true;
-    // The deeper levels reused the buffer; the state itself is restored.
-    if (!stopped) deadEnds.remember(next, times, frontier());
-    return false;
-  };
+  // The search runs on explicit per-level state, not the call stack: a pipeline has 3 * S * N levels
+  // (16 x 64: 3,072), deeper than the stack holds in recursion.
+  const levelStage = new Int32Array(total);
+  const levelBranches = new Int32Array(total);
+  const levelTried = new Int32Array(total);
+  const levelFree = new Float64Array(total);
 
-  const explore = (placed: number): boolean => {
+  /** Opens level `placed`: its branches, or false when it has none (a dead end; the caller remembers it). */
+  const open = (placed: number): boolean => {
     if (!headsFit()) return false;
     let n = 0;
-    let bestEnd = Number.POSITIVE_INFINITY;
+    let bestEnd = INF;
     let bestStage = -1;
     let bestCandidate = -1;
     for (let i = 0; i < S; i++) {
@@ -181,15 +178,15 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
         if (k === OP_F) {
           if (i > 0) {
             const e = end[g(i - 1, OP_F, j)];
-            if (Number.isNaN(e)) continue;
-            ready = Math.max(ready, e + link[i - 1]);
+            if (isNaN(e)) continue;
+            ready = max(ready, e + link[i - 1]);
           }
         } else if (k === OP_B) {
           if (j >= next[i * 3 + OP_F]) continue;
           if (i < S - 1) {
             const e = end[g(i + 1, OP_B, j)];
-            if (Number.isNaN(e)) continue;
-            ready = Math.max(ready, e + link[i]);
+            if (isNaN(e)) continue;
+            ready = max(ready, e + link[i]);
           }
         } else if (j >= next[i * 3 + OP_B]) continue;
         const p = d[i * 3 + k];
@@ -223,37 +220,74 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       branchKind[base + slot] = k;
       branchStart[base + slot] = candReady[c];
     }
-    for (let b = 0; b < m; b++) {
+    levelStage[placed] = i;
+    levelBranches[placed] = m;
+    levelTried[placed] = 0;
+    return true;
+  };
+
+  /** Takes back the branch level `placed` last took. */
+  const undo = (placed: number): void => {
+    const i = levelStage[placed];
+    const k = branchKind[placed * 3 + levelTried[placed] - 1];
+    const p = d[i * 3 + k];
+    order[i].pop();
+    const j = --next[i * 3 + k];
+    left[i] += p;
+    free[i] = levelFree[placed];
+    end[g(i, k, j)] = NAN;
+  };
+
+  let placed = 0;
+  let entering = true; // true: level `placed` is new; false: it resumes after a branch below failed
+  for (;;) {
+    if (entering) {
+      if (placed === total) return order.map((o) => Int32Array.from(o));
+      if (++nodes > budget.maxNodes || ((nodes & 63) === 0 && budget.now() > budget.deadline)) return 'unknown';
+      // A dominated level fails without being remembered (a dominating one is); any other level
+      // without branches is remembered as a dead end.
+      const dominated = deadEnds !== null && deadEnds.dominated(next, times, frontier());
+      if (dominated || !open(placed)) {
+        if (!dominated) deadEnds?.remember(next, times, frontier());
+        if (placed === 0) return 'infeasible';
+        placed--;
+        undo(placed);
+        entering = false;
+        continue;
+      }
+    }
+    // The next branch of this level that fits the stage's work left into the target.
+    const i = levelStage[placed];
+    const base = placed * 3;
+    let taken = false;
+    while (levelTried[placed] < levelBranches[placed]) {
+      const b = levelTried[placed]++;
       const k = branchKind[base + b];
       const start = branchStart[base + b];
-      const j = next[i * 3 + k];
       const p = d[i * 3 + k];
-      const x = g(i, k, j);
       if (start + left[i] > target + EPS) continue;
-      const savedFree = free[i];
+      const j = next[i * 3 + k];
+      const x = g(i, k, j);
+      levelFree[placed] = free[i];
       end[x] = start + p;
       head[x] = start;
       free[i] = start + p;
       left[i] -= p;
       next[i * 3 + k]++;
       order[i].push(encodeOp(k, j));
-      if (search(placed + 1)) return true;
-      order[i].pop();
-      next[i * 3 + k]--;
-      left[i] += p;
-      free[i] = savedFree;
-      end[x] = Number.NaN;
-      if (stopped) return false;
+      taken = true;
+      break;
     }
-    return false;
-  };
-  try {
-    if (search(0)) return order.map((o) => Int32Array.from(o));
-  } catch (error) {
-    // Two frames per op placed: a pipeline with more ops than the call stack holds (16 x 64 can)
-    // is searched as deep as the stack goes, and nothing is proven.
-    if (error instanceof RangeError) return 'unknown';
-    throw error;
+    if (taken) {
+      placed++;
+      entering = true;
+      continue;
+    }
+    // Every branch failed: this level is a dead end (its state is restored; the deeper levels reused the buffer).
+    deadEnds?.remember(next, times, frontier());
+    if (placed === 0) return 'infeasible';
+    placed--;
+    undo(placed);
+    entering = false;
   }
-  return stopped ? 'unknown' : 'infeasible';
 }
