@@ -5,6 +5,10 @@ import { Schedule } from '../pipeline/schedule.type';
 import { EngineRun, MessageLog } from './engine-run.type';
 import { EventQueue } from './event-queue';
 
+// Bound once for the hot loops (global lookups are slow where the global object is not V8's fast one: Jest's sandbox).
+const { abs, floor, max } = Math;
+const { POSITIVE_INFINITY: INF } = Number;
+
 /** How a stage places W relative to F once its warm-up is over (B always comes first). */
 export const WPlacement = {
   /** B > F > W: the paper's Alg. 3; W fills bubbles. */
@@ -126,7 +130,7 @@ class Engine {
     this.start = new Float64Array(S * M).fill(NaN);
     this.end = new Float64Array(S * M).fill(NaN);
     this.busy = new Uint8Array(S);
-    this.events = new EventQueue(Math.max(64, 2 * S + 4 * N));
+    this.events = new EventQueue(max(64, 2 * S + 4 * N));
     this.dirty = new Int32Array(S);
     this.isDirty = new Uint8Array(S);
     this.mem = new Float64Array(S);
@@ -134,9 +138,9 @@ class Engine {
     this.inflight = new Int32Array(S);
     this.bStarted = new Int32Array(S);
     this.peakInflight = new Int32Array(S);
-    this.linkFree = new Float64Array(2 * Math.max(0, S - 1));
+    this.linkFree = new Float64Array(2 * max(0, S - 1));
     this.stalledUntil = new Float64Array(S);
-    const maxMsgs = 2 * N * Math.max(0, S - 1);
+    const maxMsgs = 2 * N * max(0, S - 1);
     this.msg = {
       link: new Int32Array(maxMsgs),
       direction: new Uint8Array(maxMsgs),
@@ -189,10 +193,10 @@ class Engine {
   private apply(payload: number): void {
     const type = payload & 3;
     const index = payload >>> 2;
-    const s = Math.floor(index / this.M);
+    const s = floor(index / this.M);
     const code = index - s * this.M;
     if (type === EV_ARRIVE) {
-      if (this.pending) this.arrived(code % 3 === OP_B ? this.S + s : s, Math.floor(code / 3));
+      if (this.pending) this.arrived(code % 3 === OP_B ? this.S + s : s, floor(code / 3));
       this.satisfy(s, code);
       return;
     }
@@ -246,7 +250,7 @@ class Engine {
         const pool = this.serverPool(slot, servers);
         let best = 0;
         for (let k = 1; k < servers; k++) if (pool[k] < pool[best]) best = k;
-        txStart = Math.max(t, pool[best]);
+        txStart = max(t, pool[best]);
         pool[best] = txStart + transfer + latency;
         if (queues === 0) resume = txStart;
       }
@@ -294,7 +298,7 @@ class Engine {
   private nextArrival(direction: number, s: number): number {
     const q = direction * this.S + s;
     const base = q * this.N;
-    let earliest = Number.POSITIVE_INFINITY;
+    let earliest = INF;
     for (let k = 0; k < this.pendingCount![q]; k++) {
       const t = this.pendingArrive![base + this.pending![base + k]];
       if (t < earliest) earliest = t;
@@ -383,7 +387,7 @@ class Engine {
     if (delta <= 0) return true;
     const limit = this.model.memLimit![s];
     // Relative slack: memory sums of large non-integer values must not lose an exact fit to rounding.
-    return this.mem[s] + delta <= limit + MEMORY_SLACK * Math.max(1, Math.abs(limit));
+    return this.mem[s] + delta <= limit + MEMORY_SLACK * max(1, abs(limit));
   }
 
   private canStartF(s: number): boolean {
@@ -406,7 +410,7 @@ class Engine {
     // Not under a memory limit: a stage that idled could then be stopped by memory and run an op
     // that was ready all along, which a replay of the order would start earlier (and holding Ws
     // could deadlock).
-    const look = this.lookAhead && !(this.model.memLimit && this.model.memLimit[s] < Number.POSITIVE_INFINITY) ? this.lookAhead[s] : LookAhead.None;
+    const look = this.lookAhead && !(this.model.memLimit && this.model.memLimit[s] < INF) ? this.lookAhead[s] : LookAhead.None;
     if (look & LookAhead.WAfterLastB && this.bStarted[s] < this.N) wReady = false;
     if (look !== LookAhead.None && (wReady || fReady)) {
       // Idling is safe: the gradient's arrival is a pending event that wakes this stage again.

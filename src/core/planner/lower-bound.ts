@@ -1,12 +1,16 @@
 import { effectiveLinkDelayMs } from '../pipeline/pipeline-model';
 import { PipelineModel } from '../pipeline/pipeline-model.type';
 
+// Bound once for the hot loops (global lookups are slow where the global object is not V8's fast one: Jest's sandbox).
+const { max, min } = Math;
+const { POSITIVE_INFINITY: INF } = Number;
+
 /**
  * A lower bound on any schedule's iteration time, for judging plan quality: the larger of the
  * per-stage bound (`stageLowerBoundMs`) and the per-op bound (`opLowerBoundMs`).
  */
 export function iterationLowerBoundMs(model: PipelineModel): number {
-  return Math.max(stageLowerBoundMs(model), opLowerBoundMs(model));
+  return max(stageLowerBoundMs(model), opLowerBoundMs(model));
 }
 
 /**
@@ -25,7 +29,7 @@ export function stageLowerBoundMs(model: PipelineModel): number {
     const work = N * (d[i * 3] + d[i * 3 + 1] + d[i * 3 + 2]);
     const untilLastB = N * (d[i * 3] + d[i * 3 + 1]);
     const tail = i === 0 ? d[2] : back + d[2];
-    bound = Math.max(bound, head + work, head + untilLastB + tail);
+    bound = max(bound, head + work, head + untilLastB + tail);
     head += d[i * 3] + (i < S - 1 ? effectiveLinkDelayMs(model, i) : 0);
   }
   return bound;
@@ -57,7 +61,7 @@ export function opLowerBoundMs(model: PipelineModel): number {
         r[o] = (k === 0 ? rF : k === 1 ? rB : rW)[at(i, j)];
         q[o] = (k === 0 ? qF : k === 1 ? qB : qW)[at(i, j)];
         p[o] = d[i * 3 + k];
-        bound = Math.max(bound, r[o] + p[o] + q[o]);
+        bound = max(bound, r[o] + p[o] + q[o]);
       }
     }
     const n = 3 * N;
@@ -65,22 +69,22 @@ export function opLowerBoundMs(model: PipelineModel): number {
     // Released at or after r_k: sorted by head, suffix sums of work and minima of tails.
     const byHead = Array.from(order).sort((a, b) => r[a] - r[b]);
     let work = 0;
-    let minTail = Number.POSITIVE_INFINITY;
+    let minTail = INF;
     for (let k = n - 1; k >= 0; k--) {
       const o = byHead[k];
       work += p[o];
-      minTail = Math.min(minTail, q[o]);
-      bound = Math.max(bound, r[o] + work + minTail);
+      minTail = min(minTail, q[o]);
+      bound = max(bound, r[o] + work + minTail);
     }
     // Tails of at least q_k: sorted by tail, suffix sums of work and minima of heads.
     const byTail = Array.from(order).sort((a, b) => q[a] - q[b]);
     work = 0;
-    let minHead = Number.POSITIVE_INFINITY;
+    let minHead = INF;
     for (let k = n - 1; k >= 0; k--) {
       const o = byTail[k];
       work += p[o];
-      minHead = Math.min(minHead, r[o]);
-      bound = Math.max(bound, minHead + work + q[o]);
+      minHead = min(minHead, r[o]);
+      bound = max(bound, minHead + work + q[o]);
     }
   }
   return bound;
@@ -107,18 +111,18 @@ export function opHeadsAndTails(model: PipelineModel): OpHeadsAndTails {
     for (let j = 0; j < N; j++) {
       let r = 0;
       if (i > 0) r = rF[at(i - 1, j)] + d[(i - 1) * 3] + link(i - 1);
-      if (j > 0) r = Math.max(r, rF[at(i, j - 1)] + d[i * 3]);
+      if (j > 0) r = max(r, rF[at(i, j - 1)] + d[i * 3]);
       rF[at(i, j)] = r;
     }
   }
   for (let i = S - 1; i >= 0; i--) {
     for (let j = 0; j < N; j++) {
       let r = rF[at(i, j)] + d[i * 3];
-      if (i < S - 1) r = Math.max(r, rB[at(i + 1, j)] + d[(i + 1) * 3 + 1] + link(i));
-      if (j > 0) r = Math.max(r, rB[at(i, j - 1)] + d[i * 3 + 1]);
+      if (i < S - 1) r = max(r, rB[at(i + 1, j)] + d[(i + 1) * 3 + 1] + link(i));
+      if (j > 0) r = max(r, rB[at(i, j - 1)] + d[i * 3 + 1]);
       rB[at(i, j)] = r;
       let w = r + d[i * 3 + 1];
-      if (j > 0) w = Math.max(w, rW[at(i, j - 1)] + d[i * 3 + 2]);
+      if (j > 0) w = max(w, rW[at(i, j - 1)] + d[i * 3 + 2]);
       rW[at(i, j)] = w;
     }
   }
@@ -133,16 +137,16 @@ export function opHeadsAndTails(model: PipelineModel): OpHeadsAndTails {
   for (let i = 0; i < S; i++) {
     for (let j = N - 1; j >= 0; j--) {
       let q = d[i * 3 + 2] + qW[at(i, j)];
-      if (i > 0) q = Math.max(q, link(i - 1) + d[(i - 1) * 3 + 1] + qB[at(i - 1, j)]);
-      if (j < N - 1) q = Math.max(q, d[i * 3 + 1] + qB[at(i, j + 1)]);
+      if (i > 0) q = max(q, link(i - 1) + d[(i - 1) * 3 + 1] + qB[at(i - 1, j)]);
+      if (j < N - 1) q = max(q, d[i * 3 + 1] + qB[at(i, j + 1)]);
       qB[at(i, j)] = q;
     }
   }
   for (let i = S - 1; i >= 0; i--) {
     for (let j = N - 1; j >= 0; j--) {
       let q = d[i * 3 + 1] + qB[at(i, j)];
-      if (i < S - 1) q = Math.max(q, link(i) + d[(i + 1) * 3] + qF[at(i + 1, j)]);
-      if (j < N - 1) q = Math.max(q, d[i * 3] + qF[at(i, j + 1)]);
+      if (i < S - 1) q = max(q, link(i) + d[(i + 1) * 3] + qF[at(i + 1, j)]);
+      if (j < N - 1) q = max(q, d[i * 3] + qF[at(i, j + 1)]);
       qF[at(i, j)] = q;
     }
   }
