@@ -118,6 +118,8 @@ function planQuality(cases: number) {
   const random = seededRandom(20261122);
   const policies = ['zb-static', '1f1b', 'initial', 'alg2-as-printed', 'adaptive', 'search', 'search-fixed', 'search-counts'] as const;
   let reproducible = true;
+  /** Cases where the daemon's search stopped at its wall-clock safety cap, not its evaluation count (machine-dependent). */
+  let daemonCapHits = 0;
   /** Cases where the per-op bound beats the per-stage one, and where the best plan found meets the bound (proven optimal). */
   let opBoundTighter = 0;
   let provenOptimal = 0;
@@ -141,7 +143,7 @@ function planQuality(cases: number) {
     record('adaptive', planPipeline(slow, { policy: 'adaptive' }).run.iterationMs);
     const search = planPipeline(slow, { policy: 'search', search: DAEMON_SEARCH });
     record('search', search.run.iterationMs);
-    if (search.search!.timedOut) reproducible = false;
+    if (search.search!.timedOut) daemonCapHits++;
     searchUsedMs.push(search.search!.elapsedMs);
     searchEvaluations.push(search.search!.evaluations);
     // A time cap far above what 400 evaluations take: the count decides, so every machine gets these plans.
@@ -162,6 +164,7 @@ function planQuality(cases: number) {
   const searchSummary = {
     daemonEvaluations: DAEMON_SEARCH.maxEvaluations,
     daemonSafetyCapMs: DAEMON_SEARCH.timeBudgetMs,
+    daemonCapHits,
     medianUsedMs: round(median(searchUsedMs)),
     medianEvaluations: median(searchEvaluations),
     meanGapClosedPct: round(adaptive.meanGapPct > 0 ? (1 - search.meanGapPct / adaptive.meanGapPct) * 100 : 100),
