@@ -4,7 +4,7 @@
  * is replaced, and the optimal policy is used exactly for jobs small enough.
  */
 import defaults from '../config/default.json';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
@@ -64,6 +64,32 @@ async function failures(metrics: MetricsService, reason: string): Promise<number
   return ((metric?.values ?? []) as Array<{ value: number; labels: Record<string, string> }>).filter((v) => v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
 }
 
+/** This process's threads and their niceness (Linux /proc: the 19th field of a task's stat). */
+function threadNiceness(): Map<number, number> {
+  const nice = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      nice.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return nice;
+}
+
+/** Niceness of the threads a pool started to make one decision (its worker). */
+async function workerNiceness(nice: number): Promise<number[]> {
+  const before = threadNiceness();
+  const { pool: p } = pool({ planningWorkerNice: nice });
+  try {
+    await p.decide(straggling(4, 8), DEFAULT_CONTROL_CONFIG);
+    return [...threadNiceness()].filter(([tid]) => !before.has(tid)).map(([, n]) => n);
+  } finally {
+    await p.onApplicationShutdown();
+  }
+}
+
 const search: ControlConfig = { ...DEFAULT_CONTROL_CONFIG, planner: 'search', searchBudgetMs: 60000, searchEvaluations: 150 };
 
 describe('PlanningPool (worker threads)', () => {
@@ -85,6 +111,13 @@ describe('PlanningPool (worker threads)', () => {
     } finally {
       await p.onApplicationShutdown();
     }
+  });
+
+  it('planning workers run niced below the event loop (control.planningWorkerNice); can fail: at 0 they run at its priority', async () => {
+    const loop = threadNiceness().get(process.pid)!; // 0 unless the tests themselves run niced
+    expect(await workerNiceness(10)).toEqual([Math.min(19, loop + 10)]);
+    expect(threadNiceness().get(process.pid)).toBe(loop);
+    expect(await workerNiceness(0)).toEqual([loop]);
   });
 
   it('can fail: a decision made for other delays is not equal', async () => {

@@ -17,4 +17,6 @@ export type PlanningReady = { ready: true } | { ready: false; error: string };
 export interface PlanningWorkerData {
   /** Load HiGHS at start-up (the daemon's policy is `optimal`), not on the first decision. */
   preloadMilp: boolean;
+  /** Niceness the worker thread adds to the event loop's (control.planningWorkerNice; 0 leaves it as started). */
+  nice: number;
 }

@@ -145,7 +145,7 @@ export class PlanningPool implements OnApplicationShutdown {
   private spawn(): Slot {
     const { planner, refinePlanner, optimalMaxCells } = this.config.control;
     const preloadMilp = [planner, refinePlanner].some((p) => p !== 'none' && usesMilpSolver({ ...DEFAULT_CONTROL_CONFIG, planner: p, optimalMaxCells }));
-    const workerData: PlanningWorkerData = { preloadMilp };
+    const workerData: PlanningWorkerData = { preloadMilp, nice: this.config.control.planningWorkerNice };
     const worker = new Worker(this.workerPath(), { workerData });
     const slot: Slot = { worker, ready: false, task: null, timer: null };
     slot.timer = setTimeout(() => {

@@ -3,6 +3,8 @@
  * so that a slow plan (a search or an MILP solve of tens to hundreds of ms) never blocks the
  * daemon's event loop, where ingest, leases, handshakes and HTTP run.
  */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
 import { MilpSolver } from '../../core/planner/optimal-planner';
@@ -29,8 +31,25 @@ port.on('message', (request: PlanningRequest) => {
 // Ready once loaded (HiGHS too when the daemon's policy uses it): the pool times decisions from
 // here, so a cold start (module loading, WebAssembly compilation) is not counted as planning.
 const data = workerData as PlanningWorkerData | undefined;
+if (data?.nice) lowerOwnPriority(data.nice);
 const loading: Promise<unknown> = data?.preloadMilp ? (solver ??= loadMilpSolver()) : Promise.resolve();
 void loading.then(
   () => port.postMessage({ ready: true }),
   (error: Error) => port.postMessage({ ready: false, error: error?.stack ?? String(error) }),
 );
+
+/**
+ * On one core (the production overlay requests one) a plan of hundreds of ms would otherwise take
+ * turns with the event loop, and a report, a lease renewal or an ack waits behind it; niced, the
+ * thread gets the CPU the event loop leaves. Linux's setpriority applies to the thread whose id it
+ * is given, and /proc/thread-self names this one; elsewhere the worker runs as started.
+ */
+function lowerOwnPriority(nice: number): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    // Relative to the event loop's (the thread starts at it), as `nice` does: a daemon started niced stays below its loop.
+    setPriority(tid, Math.min(19, getPriority(tid) + nice));
+  } catch {
+    // Not Linux, or no /proc: planning still works, at the event loop's priority.
+  }
+}

@@ -270,6 +270,7 @@ export const configSchema = {
         "delegateCopyOverhead",
         "hostMemory",
         "planningWorkers",
+        "planningWorkerNice",
         "inlinePlanMaxCells",
         "planTimeoutMs",
         "optimalMaxCells",
@@ -338,6 +339,12 @@ export const configSchema = {
           "type": "integer",
           "minimum": 0,
           "maximum": 64
+        },
+        "planningWorkerNice": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 19,
+          "description": "Niceness the planning worker threads add to the event loop's (Linux, per thread, at most 19; 0: the same), so a long plan yields the CPU to ingest, leases and handshakes."
         },
         "inlinePlanMaxCells": {
           "type": "integer",
