@@ -226,40 +226,12 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
     return true;
   };
 
-  /** Takes back the branch level `placed` last took. */
-  const undo = (placed: number): void => {
-    const i = levelStage[placed];
-    const k = branchKind[placed * 3 + levelTried[placed] - 1];
-    const p = d[i * 3 + k];
-    order[i].pop();
-    const j = --next[i * 3 + k];
-    left[i] += p;
-    free[i] = levelFree[placed];
-    end[g(i, k, j)] = NAN;
-  };
-
   let placed = 0;
-  let entering = true; // true: level `placed` is new; false: it resumes after a branch below failed
-  for (;;) {
-    if (entering) {
-      if (placed === total) return order.map((o) => Int32Array.from(o));
-      if (++nodes > budget.maxNodes || ((nodes & 63) === 0 && budget.now() > budget.deadline)) return 'unknown';
-      // A dominated level fails without being remembered (a dominating one is); any other level
-      // without branches is remembered as a dead end.
-      const dominated = deadEnds !== null && deadEnds.dominated(next, times, frontier());
-      if (dominated || !open(placed)) {
-        if (!dominated) deadEnds?.remember(next, times, frontier());
-        if (placed === 0) return 'infeasible';
-        placed--;
-        undo(placed);
-        entering = false;
-        continue;
-      }
-    }
-    // The next branch of this level that fits the stage's work left into the target.
+
+  /** Takes the next branch of level `placed` that fits its stage's work left into the target; false when none is left. */
+  const take = (): boolean => {
     const i = levelStage[placed];
     const base = placed * 3;
-    let taken = false;
     while (levelTried[placed] < levelBranches[placed]) {
       const b = levelTried[placed]++;
       const k = branchKind[base + b];
@@ -275,19 +247,46 @@ export function scheduleWithin(model: PipelineModel, windows: OpWindows, target:
       left[i] -= p;
       next[i * 3 + k]++;
       order[i].push(encodeOp(k, j));
-      taken = true;
-      break;
+      return true;
     }
-    if (taken) {
+    return false;
+  };
+
+  /**
+   * Level `placed` has no completion: remembered as a dead end when `remember` (its state is
+   * restored; the deeper levels reused the buffer), then its parent's branch is taken back.
+   * False at the root: nothing is left to try.
+   */
+  const backtrack = (remember: boolean): boolean => {
+    if (remember) deadEnds?.remember(next, times, frontier());
+    if (placed === 0) return false;
+    placed--;
+    const i = levelStage[placed];
+    const k = branchKind[placed * 3 + levelTried[placed] - 1];
+    order[i].pop();
+    const j = --next[i * 3 + k];
+    left[i] += d[i * 3 + k];
+    free[i] = levelFree[placed];
+    end[g(i, k, j)] = NAN;
+    return true;
+  };
+
+  let entering = true; // true: level `placed` is new; false: it resumes after a branch below failed
+  for (;;) {
+    if (entering) {
+      if (placed === total) return order.map((o) => Int32Array.from(o));
+      if (++nodes > budget.maxNodes || ((nodes & 63) === 0 && budget.now() > budget.deadline)) return 'unknown';
+      entering = false;
+      // A dominated level fails without being remembered (the one dominating it is).
+      const dominated = deadEnds !== null && deadEnds.dominated(next, times, frontier());
+      if (dominated || !open(placed)) {
+        if (!backtrack(!dominated)) return 'infeasible';
+        continue;
+      }
+    }
+    if (take()) {
       placed++;
       entering = true;
-      continue;
-    }
-    // Every branch failed: this level is a dead end (its state is restored; the deeper levels reused the buffer).
-    deadEnds?.remember(next, times, frontier());
-    if (placed === 0) return 'infeasible';
-    placed--;
-    undo(placed);
-    entering = false;
+    } else if (!backtrack(true)) return 'infeasible';
   }
 }

@@ -154,9 +154,9 @@ export class ControlService {
    * milliseconds so the ranks get slackness and delegation at once; once it is in force and the
    * same links still straggle, the job is planned again with `control.refinePlanner` (the exact
    * planner for small jobs, the search above), which is never worse, and switched again when that
-   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns
-   * the refined outcome when it decides a switch, else null. `switching`: this step publishes the first plan now, so
-   * the refinement waits for the next step, asked for here.
+   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns the
+   * refined outcome when it decides a switch, else null. `switching`: this step publishes the first
+   * plan now, so the refinement waits for the next step, asked for here.
    */
   private async refine(job: JobRuntime, input: JobControlInput, switching: boolean): Promise<ControlOutcome | null> {
     const planner = this.config.control.refinePlanner;
