@@ -17,7 +17,7 @@
  * The daemon runs as its own process (dist/src/daemon/main.js), as in production, and is observed
  * like any client: through Redis, GET /jobs/:id and GET /metrics (its planning-duration histogram,
  * its event-loop lag and GC time per trial), never through its internals. Results also go to
- * bench/results/daemon.json, from which the README's table is rendered.
+ * bench/results/daemon.json, from which the table in docs/benchmarks.md is rendered.
  *
  * Quick runs that leave the results file alone:
  *   node dist/bench/daemon.bench.js loop [TRIALS] [own-core]   control-loop trials only

@@ -23,7 +23,7 @@
  * The daemon takes PIPEMORPH__section__key overrides from the environment, to compare settings
  * (e.g. PIPEMORPH__control__planner=search).
  * Last line: one JSON document ({ scenarios, dpScenarios }), also written to bench/results/e2e.json
- * (the README's tables are rendered from it: npm run readme:tables).
+ * (the tables in docs/benchmarks.md are rendered from it: npm run readme:tables).
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
@@ -224,7 +224,7 @@ async function main(): Promise<void> {
   if (dpRows.length > 0) printDpTable(dpRows);
   for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
   const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP });
-  // A partial run (--only) leaves the committed results, which the README's tables come from, alone.
+  // A partial run (--only) leaves the committed results, which docs/benchmarks.md's tables come from, alone.
   if (ONLY === '') {
     mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
     writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'e2e.json'), `${json}\n`);

@@ -21,7 +21,7 @@
  *    slow links, not proven), the hard one also with the MILP alone (no depth-first search),
  *    whose LP at these sizes takes HiGHS longer to read than the limit allows.
  * Last line: { quality, optimum, deviceMemory, speed } as JSON, also written to bench/results/engine.json (the
- * README's engine tables are rendered from it: npm run readme:tables).
+ * engine tables in docs/benchmarks.md are rendered from it: npm run readme:tables).
  *
  * Runs on one core (the event loop); the speed numbers are wall-clock medians on this machine.
  */

@@ -7,7 +7,7 @@
  * (`planPipeline` with policy `optimal`, the shipped search settings and MILP time limit) against
  * the search alone: planning time (median, max), how often the MILP proves the optimum within its
  * limit, and the mean gain over the search's plan. Last line: JSON, also written to
- * bench/results/optimal-line.json (the README's table is rendered from it).
+ * bench/results/optimal-line.json (the table in docs/benchmarks.md is rendered from it).
  * Runs on one core; times are wall clock on this machine (the load average is recorded).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -1,11 +1,13 @@
 /**
- * README tables rendered from the committed bench results (bench/results/*.json), so the numbers
+ * Benchmark tables rendered from the committed bench results (bench/results/*.json), so the numbers
  * in prose cannot drift from what a command measured. A table lives between
- * `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`; `npm run readme:tables` rewrites every such
- * block from its JSON, and test/readme-bench.test.ts fails when the README differs.
+ * `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in any Markdown file of the repository that
+ * holds such markers (README.md and docs/*.md: the tables are in docs/benchmarks.md, the README's
+ * headline paragraph in README.md); `npm run readme:tables` (alias `npm run bench:tables`) rewrites
+ * every such block from its JSON, and test/readme-bench.test.ts fails when a file differs.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -228,6 +230,46 @@ function soakTable(r: Json): string {
   ].join('\n');
 }
 
+/**
+ * The README's paragraph of headline numbers, from several results files (by file name). Each
+ * sentence picks its row by the numbers, not by name: the constant straggler the static plan
+ * suffers most from, the largest data-parallel delay. Its links point into docs/benchmarks.md, so
+ * the block belongs in README.md.
+ */
+function headlineParagraph(r: Json): string {
+  const x = (v: number) => `${fmt(v, 2)}x`;
+  const pct = (v: number, digits = 1) => `${fmt(v, digits)}%`;
+  const worstFor = (rows: Json[], slowdown: (row: Json) => number) => rows.reduce((a, b) => (slowdown(b) > slowdown(a) ? b : a));
+  const sentences: string[] = [];
+
+  const realRows = r.real.scenarios as Json[];
+  const real = worstFor(realRows, (s) => s.policies['zb-static'].medianIterationMs / s.healthyMs);
+  const realX = (p: string) => x(real.policies[p].medianIterationMs / real.healthyMs);
+  const realErr = real.predictedMs ? `; the iteration time the daemon predicted with its switch was within ${pct(Math.abs(100 * (real.predictedMs - real.policies.pipemorph.medianIterationMs) / real.policies.pipemorph.medianIterationMs))} of the measured one` : '';
+  sentences.push(`On [real rank processes](docs/benchmarks.md#real-rank-processes) (${real.name}), the static ZeroBubble plan runs at ${realX('zb-static')} the healthy iteration time, CPU delegation alone at ${realX('delegation-only')} and pipemorph at ${realX('pipemorph')}${realErr}.`);
+
+  const e2eRows = r.e2e.scenarios as Json[];
+  const overOracle = e2eRows.map((s) => s.pipemorphOverOracle as number);
+  const e2e = worstFor(e2eRows, (s) => s.policies['zb-static'].slowdown);
+  sentences.push(`[Under the emulator](docs/benchmarks.md#end-to-end-under-the-emulator) pipemorph runs at ${x(Math.min(...overOracle))}-${x(Math.max(...overOracle))} the iteration time of an oracle that knows every link's delay at every instant (${e2eRows.length} scenarios); on the ${e2e.name.replace(/^\d+-stage, /, '')} it runs at ${x(e2e.policies.pipemorph.slowdown)} healthy, the static plan at ${x(e2e.policies['zb-static'].slowdown)}.`);
+
+  const dp = worstFor(r.e2e.dpScenarios as Json[], (s) => s.extraMs);
+  sentences.push(`With a rack uplink ${dp.extraMs} ms slower under [data parallelism](docs/benchmarks.md#data-parallel-straggler), the static plan runs at ${x(dp.policies['zb-static'].slowdown)}, a re-map alone (Falcon) at ${x(dp.policies.falcon.slowdown)}, pipemorph at ${x(dp.policies.pipemorph.slowdown)}.`);
+
+  const quality = (policy: string) => (r.engine.quality.policies as Json[]).find((p) => p.policy === policy);
+  const search = quality('search');
+  const adaptive = quality('adaptive');
+  if (search && adaptive) sentences.push(`Over ${r.engine.quality.cases} random profiles the daemon's [search planner](docs/benchmarks.md#plan-quality) is ${pct(search.meanGapPct, 2)} above a lower bound on average (Alg. 2 alone: ${pct(adaptive.meanGapPct, 2)}).`);
+
+  const c = r.daemon.controlLoop;
+  sentences.push(`The [daemon](docs/benchmarks.md#daemon) takes p50 ${fmt(c.p50Ms, 0)} / p99 ${fmt(c.p99Ms, 0)} ms from the reports that reveal a straggler to the new plan's prepare (on Redis's clock, 64 ranks) and ingests ${Math.round(r.daemon.ingestSamplesPerSec).toLocaleString('en-US')} link samples per second.`);
+
+  const chaos = r.chaos.rows as Json[];
+  const sum = (k: string) => chaos.reduce((a, row) => a + Number(row[k]), 0);
+  sentences.push(`The [chaos suite](docs/faults.md)'s ${chaos.length} faults lose ${sum('reportsLost')} reports and run ${sum('mixedIterations')} mixed-version iterations.`);
+  return sentences.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -245,35 +287,100 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'optimal-line': optimalLineTable,
   render: renderTable,
   soak: soakTable,
+  headline: headlineParagraph,
 };
 
-/** Results file of a block, when it is not the block's own name. */
-const FILES: Record<string, string> = { 'e2e-dp': 'e2e', 'e2e-paced': 'e2e', 'engine-speed': 'engine', 'engine-quality': 'engine', 'engine-optimum': 'engine', 'engine-time-limit': 'engine', 'engine-device': 'engine' };
+/**
+ * Results file of a block, when it is not the block's own name. A list: the renderer gets every
+ * file's JSON by file name (the block is left alone while one of them is missing).
+ */
+const FILES: Record<string, string | string[]> = {
+  'e2e-dp': 'e2e',
+  'e2e-paced': 'e2e',
+  'engine-speed': 'engine',
+  'engine-quality': 'engine',
+  'engine-optimum': 'engine',
+  'engine-time-limit': 'engine',
+  'engine-device': 'engine',
+  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos'],
+};
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
 
-/** The README with every bench block rendered from `resultsDir`. */
-export function renderReadme(readme: string, resultsDir: string): string {
-  let out = readme;
+/** The results a block is rendered from, or undefined when a file is missing. */
+function resultsOf(name: string, resultsDir: string): Json | undefined {
+  const files = FILES[name] ?? name;
+  const read = (file: string): Json | undefined => {
+    const path = join(resultsDir, `${file}.json`);
+    return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Json) : undefined;
+  };
+  if (typeof files === 'string') return read(files);
+  const all: Json = {};
+  for (const file of files) {
+    const results = read(file);
+    if (results === undefined) return undefined;
+    all[file] = results;
+  }
+  return all;
+}
+
+/** The Markdown text with every bench block it holds rendered from `resultsDir`. */
+export function renderMarkdown(markdown: string, resultsDir: string): string {
+  let out = markdown;
   for (const [name, render] of Object.entries(RENDERERS)) {
-    const file = join(resultsDir, `${FILES[name] ?? name}.json`);
-    if (!existsSync(file) || !block(name).test(out)) continue;
-    const table = render(JSON.parse(readFileSync(file, 'utf8')) as Json);
+    if (!block(name).test(out)) continue;
+    const results = resultsOf(name, resultsDir);
+    if (results === undefined) continue;
+    const table = render(results);
     out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);
   }
   return out;
 }
 
-/** Names of the bench blocks the README has. */
-export function readmeBlocks(readme: string): string[] {
-  return Object.keys(RENDERERS).filter((name) => block(name).test(readme));
+/** Names of the bench blocks a Markdown text has. */
+export function markedBlocks(markdown: string): string[] {
+  return Object.keys(RENDERERS).filter((name) => block(name).test(markdown));
+}
+
+/** Names in bench markers that no renderer knows (a typo would otherwise be left alone silently). */
+export function unknownBlocks(markdown: string): string[] {
+  const names = [...markdown.matchAll(/<!-- \/?bench:([A-Za-z0-9_-]+) -->/g)].map((m) => m[1]);
+  return [...new Set(names.filter((name) => !(name in RENDERERS)))];
+}
+
+/** Former names, kept for callers written when the README held every table. */
+export const renderReadme = renderMarkdown;
+export const readmeBlocks = markedBlocks;
+
+/** The Markdown files the tables may live in: README.md and docs/*.md (absolute paths). */
+export function markdownFiles(root: string): string[] {
+  const docs = join(root, 'docs');
+  const inDocs = existsSync(docs) ? readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => join(docs, f)) : [];
+  return [join(root, 'README.md'), ...inDocs];
+}
+
+/** The Markdown files that hold at least one bench marker (absolute paths). */
+export function markedFiles(root: string): string[] {
+  return markdownFiles(root).filter((path) => /<!-- \/?bench:/.test(readFileSync(path, 'utf8')));
 }
 
 if (require.main === module) {
   const root = join(__dirname, '..', ...(__dirname.includes(join('dist', 'bench')) ? ['..'] : []));
-  const path = join(root, 'README.md');
-  const before = readFileSync(path, 'utf8');
-  const after = renderReadme(before, join(root, 'bench', 'results'));
-  writeFileSync(path, after);
-  console.log(before === after ? 'README tables already match bench/results' : `README tables rewritten from bench/results (${readmeBlocks(after).join(', ')})`);
+  const results = join(root, 'bench', 'results');
+  const files = markedFiles(root);
+  const unknown = files.flatMap((path) => unknownBlocks(readFileSync(path, 'utf8')).map((name) => `${relative(root, path)}: bench:${name}`));
+  if (unknown.length > 0) {
+    console.error(`bench tables: no renderer for ${unknown.join(', ')}`);
+    process.exit(1);
+  }
+  const rewritten: string[] = [];
+  for (const path of files) {
+    const before = readFileSync(path, 'utf8');
+    const after = renderMarkdown(before, results);
+    if (before === after) continue;
+    writeFileSync(path, after);
+    rewritten.push(`${relative(root, path)} (${markedBlocks(after).join(', ')})`);
+  }
+  const names = files.map((path) => relative(root, path)).join(', ');
+  console.log(rewritten.length === 0 ? `bench tables already match bench/results (${names})` : `bench tables rewritten from bench/results: ${rewritten.join('; ')}`);
 }

@@ -1,25 +1,74 @@
-/** README benchmark tables equal what the committed bench results say (bench/readme-tables.ts). */
+/**
+ * Benchmark tables (docs/benchmarks.md) and the README's headline numbers equal what the committed
+ * bench results say (bench/readme-tables.ts renders every marked block of README.md and docs/*.md).
+ */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { readmeBlocks, renderReadme } from '../bench/readme-tables';
+import { join, relative } from 'node:path';
+import { markdownFiles, markedBlocks, markedFiles, renderMarkdown, RENDERERS, unknownBlocks } from '../bench/readme-tables';
 
 const root = join(__dirname, '..');
 const results = join(root, 'bench', 'results');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const read = (file: string) => readFileSync(join(root, file), 'utf8');
+const benchmarks = read('docs/benchmarks.md');
+const readme = read('README.md');
 
-describe('README benchmark tables', () => {
-  it('has every bench table as a marked block', () => {
-    expect(readmeBlocks(readme)).toEqual(expect.arrayContaining(['real', 'topology', 'prediction', 'e2e', 'e2e-dp', 'e2e-paced', 'engine-speed', 'engine-quality', 'daemon', 'render', 'soak']));
+/** A copy of `text` with the first whole number in a table cell after `marker` raised by one. */
+function tamper(text: string, marker: string): string {
+  const start = text.indexOf(marker);
+  expect(start).toBeGreaterThanOrEqual(0);
+  return text.slice(0, start) + text.slice(start).replace(/\| (\d+) \|/, (_m, n: string) => `| ${Number(n) + 1} |`);
+}
+
+describe('benchmark tables', () => {
+  it('docs/benchmarks.md has every bench table as a marked block', () => {
+    const tables = Object.keys(RENDERERS).filter((name) => name !== 'headline');
+    expect(tables).toEqual(expect.arrayContaining(['real', 'topology', 'prediction', 'e2e', 'e2e-dp', 'e2e-paced', 'engine-speed', 'engine-quality', 'engine-optimum', 'engine-time-limit', 'engine-device', 'daemon', 'optimal-line', 'render', 'soak']));
+    expect(markedBlocks(benchmarks)).toEqual(tables);
   });
 
-  it('every marked table equals its rendering from bench/results (npm run readme:tables rewrites them)', () => {
-    expect(renderReadme(readme, results)).toBe(readme);
+  it("the README has the headline block, and it names the numbers it is rendered from", () => {
+    expect(markedBlocks(readme)).toEqual(['headline']);
+    const body = readme.slice(readme.indexOf('<!-- bench:headline -->'), readme.indexOf('<!-- /bench:headline -->'));
+    expect(body).toMatch(/\d+\.\d\dx/);
+    expect(body).toContain('(docs/benchmarks.md#');
   });
 
-  it('catches a number changed by hand', () => {
-    const start = readme.indexOf('<!-- bench:real -->');
-    const tampered = readme.slice(0, start) + readme.slice(start).replace(/\| (\d+) \|/, (_m, n: string) => `| ${Number(n) + 1} |`);
+  it('renders every Markdown file that holds markers: README.md and docs/benchmarks.md', () => {
+    const files = markedFiles(root).map((path) => relative(root, path));
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'docs/benchmarks.md']));
+    expect(markdownFiles(root).map((path) => relative(root, path))).toEqual(expect.arrayContaining(['README.md', 'docs/benchmarks.md', 'docs/operations.md']));
+  });
+
+  it('every marker names a block the renderer knows', () => {
+    for (const path of markdownFiles(root)) expect({ file: relative(root, path), unknown: unknownBlocks(readFileSync(path, 'utf8')) }).toEqual({ file: relative(root, path), unknown: [] });
+    expect(unknownBlocks('<!-- bench:e2e-typo -->\n| 1 |\n<!-- /bench:e2e-typo -->')).toEqual(['e2e-typo']);
+  });
+
+  it('every marked block equals its rendering from bench/results (npm run readme:tables rewrites them)', () => {
+    for (const path of markedFiles(root)) {
+      const text = readFileSync(path, 'utf8');
+      expect({ file: relative(root, path), text: renderMarkdown(text, results) }).toEqual({ file: relative(root, path), text });
+    }
+  });
+
+  it('rendering is idempotent', () => {
+    const once = renderMarkdown(benchmarks, results);
+    expect(renderMarkdown(once, results)).toBe(once);
+    const readmeOnce = renderMarkdown(readme, results);
+    expect(renderMarkdown(readmeOnce, results)).toBe(readmeOnce);
+  });
+
+  it('catches a number changed by hand in docs/benchmarks.md', () => {
+    const tampered = tamper(benchmarks, '<!-- bench:real -->');
+    expect(tampered).not.toBe(benchmarks);
+    expect(renderMarkdown(tampered, results)).not.toBe(tampered);
+    expect(renderMarkdown(tampered, results)).toBe(benchmarks);
+  });
+
+  it("catches a number changed by hand in the README's headline paragraph", () => {
+    const start = readme.indexOf('<!-- bench:headline -->');
+    const tampered = readme.slice(0, start) + readme.slice(start).replace(/(\d+)\.(\d\d)x/, (_m, a: string, b: string) => `${a}.${b === '99' ? '98' : String(Number(b) + 1).padStart(2, '0')}x`);
     expect(tampered).not.toBe(readme);
-    expect(renderReadme(tampered, results)).not.toBe(tampered);
+    expect(renderMarkdown(tampered, results)).toBe(readme);
   });
 });

@@ -172,7 +172,7 @@ afterAll(() => {
   const header = '| fault | time to recover (ms) | reports lost | versions reused | mixed-version iterations | split-brain writes | switch after |';
   const lines = [header, '|---|---:|---:|---:|---:|---:|---|', ...rows.map((r) => `| ${r.fault} | ${r.recoverMs} | ${r.reportsLost} | ${r.versionsReused} | ${r.mixedIterations} | ${r.splitBrainWrites} | ${r.switchedAfter ? 'yes' : 'no'} |`)];
   process.stdout.write(`\n${lines.join('\n')}\n`);
-  // Recorded by `npm run test:chaos` (the README's table comes from that file); npm test only checks.
+  // Recorded by `npm run test:chaos` (the table in docs/faults.md comes from that file); npm test only checks.
   if (process.env.PIPEMORPH_CHAOS_RECORD) {
     const dir = join(__dirname, '../../bench/results');
     mkdirSync(dir, { recursive: true });
