@@ -64,6 +64,28 @@ describe.each(stores)('JobStore contract (%s)', (name, make) => {
     expect(await store.readEpoch(jobId)).toBe(11);
   });
 
+  it('takes a new epoch for a fenced owner only while it holds the lease, above the epoch written behind its back', async () => {
+    const retaken = `${jobId}-retake`;
+    used.push(retaken);
+    const e = await store.bumpEpoch(retaken);
+    expect(await store.acquireLease(retaken, 'a', 60000)).toBe(true);
+    expect(await store.retakeEpoch(retaken, 'a', 60000, e)).toBe('held'); // still a's epoch: nothing taken
+    expect(await store.readEpoch(retaken)).toBe(e);
+    const tampered = await store.bumpEpoch(retaken); // another client's INCR; the lease stays a's
+    expect(await store.nextVersion(retaken, e)).toBe('fenced');
+    expect(await store.retakeEpoch(retaken, 'b', 60000, e)).toBe('lost'); // not b's lease: nothing changes
+    expect(await store.readEpoch(retaken)).toBe(tampered);
+    expect(await store.retakeEpoch(retaken, 'a', 60000, e)).toBe(tampered + 1);
+    expect(await store.nextVersion(retaken, tampered + 1)).toBe(1);
+    await store.bumpEpoch(retaken);
+    expect(await store.retakeEpoch(retaken, 'a', 60000, tampered + 1, 20)).toBe(21); // above the floor
+    expect(await store.ownerOf(retaken)).toBe('a');
+    await store.releaseLease(retaken, 'a');
+    await store.bumpEpoch(retaken);
+    expect(await store.retakeEpoch(retaken, 'a', 60000, 21)).toBe('lost'); // no lease: a lets the job go
+    expect(await store.readEpoch(retaken)).toBe(22);
+  });
+
   it('gives a lease to one owner at a time', async () => {
     expect(await store.acquireLease(jobId, 'a', 60000)).toBe(true);
     expect(await store.acquireLease(jobId, 'b', 60000)).toBe(false);
@@ -93,5 +115,18 @@ describe.each(stores)('JobStore contract (%s)', (name, make) => {
     expect(rest.batches.map((b) => b.entries.map((e) => e.message))).toEqual([['3']]);
     expect(rest.failed.map((f) => f.stream)).toEqual([jobKeys(`${jobId}-none`).reports]);
     expect(rest.failed[0].error).toMatch(/NOGROUP/);
+  });
+});
+
+describe('RedisJobStore.retakeEpoch', () => {
+  it('renews the lease it checks, and takes an epoch above the floor when the key holds no number', async () => {
+    const jobId = `contract-retake-garbage-${run}`;
+    used.push(jobId);
+    const store = new RedisJobStore(commands, blocking);
+    expect(await store.acquireLease(jobId, 'a', 1000)).toBe(true);
+    await commands.set(jobKeys(jobId).epoch, 'not an epoch');
+    expect(await store.retakeEpoch(jobId, 'a', 60000, 4, 4)).toBe(5);
+    expect(await commands.get(jobKeys(jobId).epoch)).toBe('5');
+    expect(await commands.pttl(jobKeys(jobId).owner)).toBeGreaterThan(1000);
   });
 });

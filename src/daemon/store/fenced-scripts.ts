@@ -32,6 +32,25 @@ return e
 `;
 
 /**
+ * KEYS: owner, epoch. ARGV: owner id, ttl ms, the owner's epoch, floor. For an owner whose writes
+ * were fenced: only while it holds the lease, renews it and, when the job's epoch is no longer the
+ * owner's (changed behind its back: another client's INCR, a stale replica's bump), takes a new one
+ * above it and above `floor`. Returns the new epoch, 0 when the epoch is still the owner's, -1 when
+ * the lease is not the owner's (nothing changed). A value that is not a number counts as 0.
+ */
+export const RETAKE_EPOCH = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local current = redis.call('GET', KEYS[2])
+if current == ARGV[3] then return 0 end
+local e = math.floor(tonumber(current or '0') or 0) + 1
+local floor = tonumber(ARGV[4])
+if e <= floor then e = floor + 1 end
+redis.call('SET', KEYS[2], e)
+return e
+`;
+
+/**
  * KEYS: owner. ARGV: owner id, ttl ms. Takes a free lease, or one this owner id already holds: a
  * daemon restarted under the same id (same pod) takes its jobs back at once instead of waiting for
  * its own lease to expire. Returns 1 when taken.

@@ -2,7 +2,7 @@ import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { jobKeys } from '../../protocol/redis-keys';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
-import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
+import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 interface Group {
   /** Sequence number of the last entry delivered to the group (0: none). */
@@ -75,6 +75,14 @@ export class InMemoryJobStore implements JobStore {
     const job = this.job(jobId);
     job.lease = { owner, until: this.clock.now() + ttlMs };
     return ++job.epoch;
+  }
+
+  /**
+   * Another client INCRs the job's epoch behind its owner's back (an operator's mistake, a stale
+   * replica's write): the lease is untouched, the owner's writes are fenced from now. Returns the epoch.
+   */
+  tamperEpoch(jobId: string): number {
+    return ++this.job(jobId).epoch;
   }
 
   /** Events published on the job's control stream, oldest first. */
@@ -294,6 +302,16 @@ export class InMemoryJobStore implements JobStore {
   async bumpEpoch(jobId: string, floor = 0): Promise<number> {
     this.fault('bumpEpoch');
     const job = this.job(jobId);
+    job.epoch = Math.max(job.epoch + 1, floor + 1);
+    return job.epoch;
+  }
+
+  async retakeEpoch(jobId: string, owner: string, ttlMs: number, epoch: number, floor = 0): Promise<RetakeResult> {
+    this.fault('retakeEpoch');
+    if (this.leaseHolder(jobId) !== owner) return 'lost';
+    const job = this.job(jobId);
+    job.lease = { owner, until: this.clock.now() + ttlMs };
+    if (job.epoch === epoch) return 'held';
     job.epoch = Math.max(job.epoch + 1, floor + 1);
     return job.epoch;
   }

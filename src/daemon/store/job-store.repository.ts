@@ -29,6 +29,9 @@ export interface StoredSpec {
 
 export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
 
+/** What retakeEpoch did: the new epoch it took, 'held' (the job's epoch is still the caller's), or 'lost' (the lease is not the caller's). */
+export type RetakeResult = number | 'held' | 'lost';
+
 /**
  * Everything the daemon stores in or reads from Redis, behind one interface so services
  * state intent ("prepare this schedule under epoch e") rather than commands.
@@ -80,6 +83,13 @@ export interface JobStore {
   releaseLease(jobId: string, owner: string): Promise<void>;
   /** A new fencing epoch for a replica that just took the job, above `floor` (epochs known outside Redis). */
   bumpEpoch(jobId: string, floor?: number): Promise<number>;
+  /**
+   * For an owner whose schedule writes were fenced under `epoch` while it believes it leads the job:
+   * in one atomic step, when `owner` holds the lease, renews it and, unless the job's epoch is still
+   * `epoch` ('held'), takes a new epoch above the job's (whatever was written there) and above `floor`.
+   * 'lost', changing nothing, when another replica (or none) holds the lease.
+   */
+  retakeEpoch(jobId: string, owner: string, ttlMs: number, epoch: number, floor?: number): Promise<RetakeResult>;
 
   readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }>;
   /** Allocates the next version above `floor`, only while `epoch` is still the job's epoch. */

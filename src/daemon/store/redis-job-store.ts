@@ -2,10 +2,10 @@ import Redis, { Cluster } from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
-import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE } from './fenced-scripts';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, RETAKE_EPOCH } from './fenced-scripts';
 import { SystemClock } from '../clock/system-clock';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
-import { FencedResult, JobStore, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
+import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 type RawEntry = [string, string[]];
 
@@ -23,6 +23,7 @@ function messageOf(fields: string[] | null): string | null {
 interface ScriptedRedis extends Redis {
   pmNextVersion(epochKey: string, versionKey: string, epoch: number, floor: number): Promise<number>;
   pmBumpEpoch(epochKey: string, floor: number): Promise<number>;
+  pmRetakeEpoch(ownerKey: string, epochKey: string, owner: string, ttlMs: number, epoch: number, floor: number): Promise<number>;
   pmAcquireLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmPrepare(epochKey: string, pendingKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmCommit(epochKey: string, pendingKey: string, scheduleKey: string, controlKey: string, epoch: number, version: number, schedule: string, event: string, maxLen: number): Promise<string>;
@@ -49,6 +50,7 @@ export class RedisJobStore implements JobStore {
     };
     define('pmNextVersion', 2, NEXT_VERSION);
     define('pmBumpEpoch', 1, BUMP_EPOCH);
+    define('pmRetakeEpoch', 2, RETAKE_EPOCH);
     define('pmAcquireLease', 1, ACQUIRE_LEASE);
     define('pmPrepare', 3, PREPARE);
     define('pmCommit', 4, COMMIT);
@@ -248,6 +250,12 @@ export class RedisJobStore implements JobStore {
 
   async bumpEpoch(jobId: string, floor = 0): Promise<number> {
     return this.redis.pmBumpEpoch(jobKeys(jobId).epoch, floor);
+  }
+
+  async retakeEpoch(jobId: string, owner: string, ttlMs: number, epoch: number, floor = 0): Promise<RetakeResult> {
+    const keys = jobKeys(jobId);
+    const taken = await this.redis.pmRetakeEpoch(keys.owner, keys.epoch, owner, ttlMs, epoch, floor);
+    return taken < 0 ? 'lost' : taken === 0 ? 'held' : taken;
   }
 
   async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {
