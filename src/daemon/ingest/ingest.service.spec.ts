@@ -21,6 +21,24 @@ async function stop(h: ServiceHarness): Promise<void> {
 }
 
 describe('IngestService', () => {
+  it('replays the history into a runtime rebuilt while a batch was being read before it takes the batch (a slow link is not learned as healthy)', async () => {
+    const h = serviceHarness();
+    const job = await registeredJob(h, spec);
+    const iteration = await runIterations(h, spec, 0, 12);
+    // The loop reads the slow link's first reports; meanwhile the job is rebuilt under a new epoch.
+    for (let i = iteration; i < iteration + 8; i++) await reportIteration(h, spec, i, { link: 1, extraMs: 60 });
+    const { batches } = await h.store.readNew(h.registry.reportStreams(), h.config.ingest.consumerGroup, h.registry.replicaId, 1000, 0);
+    const fresh = (await h.registry.reconcileEpoch(job, job.epoch + 5))!;
+    expect(fresh).not.toBe(job);
+    expect(fresh.historyReplayed).toBe(false);
+    await h.ingest.processStream(batches[0].stream, batches[0].entries);
+    expect(fresh.historyReplayed).toBe(true);
+    const slow = fresh.detector.snapshot().pipelineLinks.find((l) => l.dp === 0 && l.link === 1)!;
+    expect(slow.extraMs).toBeGreaterThan(50); // measured against the healthy baseline of the history
+    await h.control.settled();
+    await h.ingest.acknowledged();
+  });
+
   it('rejects a bad message with its reason and goes on with the rest of the batch', async () => {
     const h = serviceHarness();
     const job = await registeredJob(h, spec);

@@ -190,11 +190,17 @@ export class IngestService {
   async claimForAdopted(): Promise<void> {
     for (const jobId of this.registry.takeAdopted()) {
       const job = this.registry.get(jobId);
-      if (job) await this.replayHistory(job);
-      // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
-      job?.markHistoryReplayed();
+      if (job) await this.replayOnce(job);
       await this.claimIdle(jobId, 0);
     }
+  }
+
+  /** Replays the job's history into a runtime that has not had it yet. */
+  private async replayOnce(job: JobRuntime): Promise<void> {
+    if (job.historyReplayed) return;
+    await this.replayHistory(job);
+    // Decisions wait for the replay (ControlService): an empty detector would undo an adapted schedule.
+    job.markHistoryReplayed();
   }
 
   /**
@@ -262,6 +268,10 @@ export class IngestService {
     }
     const job = this.registry.forStream(stream);
     if (!job) return; // lost the job meanwhile: leave the entries pending for the new owner
+    // A runtime rebuilt while this batch was being read (a job taken again under a new epoch) gets
+    // the history first: fed these reports into an empty detector, a link slow at that moment would
+    // be learned as its baseline (the batch is pending, so the history ends before it).
+    await this.replayOnce(job);
     // One span per control pass: ingest of the batch -> detection and planning -> publish.
     await inSpan('pipemorph.control_pass', { 'pipemorph.job': job.jobId, 'pipemorph.entries': entries.length }, async () => {
       let evaluate = false;
