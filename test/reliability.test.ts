@@ -6,7 +6,9 @@
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
-import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
+import { JobRegistry } from '../src/daemon/jobs/job-registry.service';
+import { JOB_STORE } from '../src/daemon/store/job-store.repository';
+import { ControlEvent, PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { JOBS_INDEX, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisServer } from './support/redis-server';
@@ -282,5 +284,85 @@ describe('fault 7: a new owner decides only after replaying history', () => {
     const prepares = job.events.filter((e) => e.type === 'prepare' && e.epoch >= taken.epoch);
     expect(prepares).toEqual([]);
     expect((await job.committed())!.version).toBe(v.version);
+  });
+});
+
+describe('fault 8: a job\'s epoch changed behind its leader\'s lease (issue 23, item 7)', () => {
+  /**
+   * The report: a daemon leads a job, another client INCRs the job's epoch key (the lease untouched),
+   * then a link turns slow; up to 50 straggler iterations, answering control events as ranks do.
+   * `retake: false` stubs the daemon's re-take of a fenced job (JobRegistry.retakeFenced) out. The
+   * times of the store's fenced answers and of the epochs it took again are recorded in the daemon.
+   */
+  async function tamperedStraggler(retake: boolean) {
+    const d = await daemon();
+    const registry = d.app.get(JobRegistry);
+    if (!retake) jest.spyOn(registry, 'retakeFenced').mockResolvedValue(false);
+    const fencedAt: number[] = [];
+    const retakenAt: number[] = [];
+    const store = d.app.get(JOB_STORE) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const method of ['nextVersion', 'prepare', 'commit', 'abort', 'commitDirect', 'retakeEpoch']) {
+      const original = store[method].bind(store);
+      store[method] = async (...args: unknown[]) => {
+        const result = await original(...args);
+        if (result === 'fenced') fencedAt.push(Date.now());
+        if (method === 'retakeEpoch' && typeof result === 'number') retakenAt.push(Date.now());
+        return result;
+      };
+    }
+    const job = newJob('tampered');
+    await job.register();
+    const initial = await waitFor('the initial schedule', () => job.committed());
+    for (let k = 0; k < 12; k++) await job.reportIteration();
+    const led = await waitFor('the job led', () => detail(d, job));
+    const tampered = await redis.incr(job.keys.epoch);
+    job.extra.set('0:2', 40);
+    let adapted: ControlEvent | undefined;
+    let adaptedAt = 0;
+    for (let k = 0; k < 50 && !adapted; k++) {
+      await job.reportIteration();
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      await job.pollControl();
+      adapted = job.events.find((e) => e.type === 'prepare' && e.epoch > tampered);
+      adaptedAt = Date.now();
+    }
+    return { d, registry, job, initial, led, tampered, adapted, adaptedAt, fencedAt, retakenAt };
+  }
+
+  async function refenced(d: { url: string }, job: FakeJob): Promise<number> {
+    const text = await (await fetch(`${d.url}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`pipemorph_job_refenced_total{job="${job.options.jobId}"}`));
+    return line ? Number(line.split(' ').pop()) : NaN;
+  }
+
+  it('takes the job again under a new epoch within a lease of the fenced write and publishes the adapted schedule', async () => {
+    const { d, registry, job, initial, tampered, adapted, adaptedAt, fencedAt, retakenAt } = await tamperedStraggler(true);
+    const { leaseMs } = testConfig().jobs;
+    expect(adapted).toBeDefined();
+    expect(fencedAt.length).toBeGreaterThan(0);
+    expect(retakenAt).toHaveLength(1);
+    expect(retakenAt[0] - fencedAt[0]).toBeLessThan(leaseMs);
+    expect(adaptedAt - fencedAt[0]).toBeLessThan(leaseMs);
+    await iterate(job, () => committedAfter(job, initial.version));
+    const committed = (await job.committed())!;
+    expect(committed.epoch).toBe(adapted!.epoch);
+    expect(committed.epoch).toBeGreaterThan(tampered);
+    expect(committed.reason.kind).toBe('straggler');
+    expect(await redis.get(job.keys.owner)).toBe(registry.replicaId); // the same leader, under a new epoch
+    expect(Number(await redis.get(job.keys.epoch))).toBe(committed.epoch);
+    expect((await detail(d, job)).epoch).toBe(committed.epoch);
+    expect(await refenced(d, job)).toBe(1);
+  });
+
+  it('without the re-take, stays fenced while leading the job: no adapted schedule within 50 straggler iterations', async () => {
+    const { d, registry, job, initial, led, tampered, adapted, fencedAt } = await tamperedStraggler(false);
+    expect(adapted).toBeUndefined();
+    expect(job.events.filter((e) => e.type === 'prepare')).toEqual([]);
+    expect(fencedAt.length).toBeGreaterThan(1); // every publish refused
+    expect((await job.committed())!.version).toBe(initial.version);
+    expect(await redis.get(job.keys.owner)).toBe(registry.replicaId); // still leading, lease renewed
+    expect((await detail(d, job)).epoch).toBe(led.epoch);
+    expect(led.epoch).toBeLessThan(tampered);
+    expect(await refenced(d, job)).toBe(0);
   });
 });

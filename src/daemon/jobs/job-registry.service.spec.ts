@@ -1,4 +1,5 @@
-import { metricValue, registeredJob, registration, runIterations, serviceHarness } from '../../../test/support/service-harness';
+import { ingestPass, metricValue, registeredJob, registration, runIterations, ServiceHarness, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
+import { JobRuntime } from './job-runtime';
 
 const spec = registration('reg');
 
@@ -54,5 +55,79 @@ describe('JobRegistry', () => {
     const fresh = await h.registry.reconcileEpoch(job, job.epoch + 5);
     expect(fresh!.epoch).toBe(job.epoch + 6);
     expect(job.released).toBe(true);
+  });
+
+  describe('a job whose epoch changed behind its lease (issue 23, item 7)', () => {
+    /** A straggling job whose epoch another client INCRs, then a control step: its prepare is refused as fenced. */
+    async function fencedStraggler(h: ServiceHarness): Promise<{ job: JobRuntime; tampered: number }> {
+      const { job } = await stragglingJob(h, spec);
+      const tampered = h.store.tamperEpoch(spec.jobId);
+      h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+      await h.control.evaluate(job);
+      return { job, tampered };
+    }
+
+    it('takes the job again under an epoch above the tampered one at the next discovery, and publishes the adapted schedule', async () => {
+      const h = serviceHarness();
+      const { job, tampered } = await fencedStraggler(h);
+      expect(job.switching.handshake).toBeNull();
+      expect(job.fenced).toBe(true);
+      expect(await metricValue(h, 'pipemorph_publishes_total', { job: spec.jobId, outcome: 'fenced' })).toBeGreaterThan(0);
+      h.clock.advance(h.config.jobs.discoveryIntervalMs);
+      await h.registry.discover();
+      const fresh = h.registry.get(spec.jobId)!;
+      expect(job.released).toBe(true);
+      expect(fresh.epoch).toBe(tampered + 1);
+      expect(fresh.committed!.version).toBe(job.committed!.version); // re-read from Redis, not re-planned
+      expect(await h.store.ownerOf(spec.jobId)).toBe(h.registry.replicaId);
+      expect(await metricValue(h, 'pipemorph_job_refenced_total', { job: spec.jobId })).toBe(1);
+      await ingestPass(h); // replays the history: the detector knows the straggler again
+      await h.control.evaluate(fresh);
+      expect(fresh.switching.handshake?.schedule.epoch).toBe(tampered + 1);
+      expect(h.store.controlEvents(spec.jobId).at(-1)).toMatchObject({ type: 'prepare', epoch: tampered + 1 });
+    });
+
+    it('counts every time it takes the job again', async () => {
+      const h = serviceHarness();
+      await fencedStraggler(h);
+      await h.registry.discover();
+      const fresh = h.registry.get(spec.jobId)!;
+      await ingestPass(h);
+      h.store.tamperEpoch(spec.jobId);
+      await h.control.evaluate(fresh);
+      await h.registry.discover();
+      expect(h.registry.get(spec.jobId)!.epoch).toBe(fresh.epoch + 2);
+      expect(await metricValue(h, 'pipemorph_job_refenced_total', { job: spec.jobId })).toBe(2);
+    });
+
+    it('stays fenced without the re-take: every publish refused, the lease renewed (the reported bug)', async () => {
+      const h = serviceHarness();
+      jest.spyOn(h.registry, 'retakeFenced').mockResolvedValue(false);
+      const { job, tampered } = await fencedStraggler(h);
+      for (let k = 0; k < 3; k++) {
+        h.clock.advance(h.config.jobs.discoveryIntervalMs);
+        await h.registry.discover();
+        await h.control.evaluate(job);
+      }
+      expect(h.registry.get(spec.jobId)).toBe(job);
+      expect(job.epoch).toBeLessThan(tampered);
+      expect(job.switching.handshake).toBeNull();
+      expect(h.store.controlEvents(spec.jobId).some((e) => e.type === 'prepare')).toBe(false);
+      expect(await metricValue(h, 'pipemorph_publishes_total', { job: spec.jobId, outcome: 'fenced' })).toBeGreaterThan(1);
+    });
+
+    it('lets the job go, taking nothing, when the lease is another replica\'s', async () => {
+      const h = serviceHarness();
+      const { job } = await stragglingJob(h, spec);
+      const stolen = h.store.stealLease(spec.jobId, 'replica-b', h.config.jobs.leaseMs);
+      h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+      await h.control.evaluate(job);
+      expect(job.fenced).toBe(true);
+      await h.registry.discover();
+      expect(h.registry.get(spec.jobId)).toBeUndefined();
+      expect(await h.store.readEpoch(spec.jobId)).toBe(stolen);
+      expect(await metricValue(h, 'pipemorph_lease_losses_total')).toBe(1);
+      expect(await metricValue(h, 'pipemorph_job_refenced_total')).toBe(0);
+    });
   });
 });

@@ -75,6 +75,7 @@ export class JobRegistry {
   async discover(): Promise<void> {
     const ttl = this.config.jobs.leaseMs;
     for (const job of this.all()) {
+      if (job.fenced && (await this.retakeFenced(job))) continue;
       if (await this.store.renewLease(job.jobId, this.replicaId, ttl)) continue;
       if (await this.restoreLost(job)) continue;
       this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
@@ -106,9 +107,37 @@ export class JobRegistry {
   }
 
   /**
+   * A job whose schedule writes Redis refused as fenced (JobRuntime.fenced): the job's epoch is no
+   * longer this runtime's. Normally another replica took the lease and the epoch with it; but the
+   * epoch key can also change behind a lease this replica still holds (a client with write access,
+   * an operator's INCR, the late bump of a replica that lost the job), and then every publish of this
+   * runtime would be refused for ever while discovery renews its lease. So, at the discovery after
+   * the refused write (within jobs.discoveryIntervalMs, so within a lease): if the lease is still
+   * this replica's, take the job again under an epoch above the one found, re-reading the committed
+   * schedule and replaying history as any adoption does, and count it
+   * (pipemorph_job_refenced_total); the lease check and the new epoch are one atomic step, so a
+   * replica that lost the lease can never take the epoch back. False when the lease is no longer
+   * this replica's: the caller lets the job go as any lost lease.
+   */
+  async retakeFenced(job: JobRuntime): Promise<boolean> {
+    if (job.released) return false;
+    const taken = await this.store.retakeEpoch(job.jobId, this.replicaId, this.config.jobs.leaseMs, job.epoch, Math.max(job.epoch, job.knownEpoch));
+    if (taken === 'lost') return false;
+    if (taken === 'held') {
+      job.clearFenced(); // the epoch in Redis is ours (again): the lease is renewed, nothing to take
+      return true;
+    }
+    this.logger.warn(`job ${job.jobId}: writes under epoch ${job.epoch} fenced although this replica holds the lease (the epoch key changed behind it); taking the job again under epoch ${taken}`);
+    if (!(await this.adopt(job.jobId, taken))) return false;
+    this.metrics.jobRefenced.inc({ job: job.jobId });
+    return true;
+  }
+
+  /**
    * A rank reports an epoch above this runtime's: if Redis's epoch is still ours and the lease is
    * ours, Redis lost the counter (the ranks would ignore every event of ours): take the job again
-   * above the ranks' epoch. If Redis's epoch moved on, another replica leads: discovery lets go.
+   * above the ranks' epoch. If Redis's epoch moved on, our next write is fenced and discovery lets
+   * go, or takes the job again if the lease is still ours (retakeFenced).
    */
   async reconcileEpoch(job: JobRuntime, reported: number): Promise<JobRuntime | undefined> {
     job.noteReportedEpoch(reported);
@@ -119,8 +148,11 @@ export class JobRegistry {
     return this.adopt(job.jobId);
   }
 
-  /** Rebuilds a job from Redis under a new epoch (after taking its lease, or after a re-registration). */
-  async adopt(jobId: string): Promise<JobRuntime | undefined> {
+  /**
+   * Rebuilds a job from Redis under a new epoch (after taking its lease, or after a re-registration);
+   * `taken`: the epoch already taken for it (retakeFenced), else one is bumped here.
+   */
+  async adopt(jobId: string, taken?: number): Promise<JobRuntime | undefined> {
     const stored = await this.store.loadSpec(jobId);
     if (!stored) {
       await this.store.releaseLease(jobId, this.replicaId);
@@ -130,7 +162,7 @@ export class JobRegistry {
     const previous = this.owned.get(jobId);
     // Epochs and versions never go back, also when Redis lost its counters: an earlier runtime of the
     // job and the ranks' reports know the highest ones handed out (protocol §5.6).
-    const epoch = await this.store.bumpEpoch(jobId, Math.max(previous?.epoch ?? 0, previous?.knownEpoch ?? 0));
+    const epoch = taken ?? (await this.store.bumpEpoch(jobId, Math.max(previous?.epoch ?? 0, previous?.knownEpoch ?? 0)));
     const job = new JobRuntime(spec, epoch, this.config.detection, {
       registrationId: stored.registrationId,
       adoptedAt: this.clock.now(),
@@ -151,7 +183,7 @@ export class JobRegistry {
     if (committed && fitsShape(committed, spec)) job.noteCommitted(committed, true);
     if (previous) {
       previous.release();
-      this.metrics.forgetJob(jobId, previous.spec.stages);
+      this.metrics.forgetJob(jobId, previous.spec.stages, true);
     }
     this.metrics.initJob(jobId, epoch);
     if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);

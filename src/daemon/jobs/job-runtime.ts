@@ -45,6 +45,7 @@ export class JobRuntime {
   private evaluationWanted = true;
   private letGo = false;
   private replayed = false;
+  private fencedWrite = false;
   private heldVersion: number;
   private refinedLinks: string | null = null;
   private reportedEpoch: number;
@@ -99,6 +100,15 @@ export class JobRuntime {
     return this.letGo;
   }
 
+  /**
+   * Redis refused a schedule write of this runtime as fenced: the job's epoch is no longer `epoch`.
+   * Discovery then takes the job again under a new epoch while the lease is this replica's, or lets
+   * it go (JobRegistry.retakeFenced).
+   */
+  get fenced(): boolean {
+    return this.fencedWrite;
+  }
+
   /** False until the new owner has replayed the job's history: no decision from an empty detector. */
   get historyReplayed(): boolean {
     return this.replayed;
@@ -146,6 +156,16 @@ export class JobRuntime {
 
   release(): void {
     this.letGo = true;
+  }
+
+  /** A schedule write under this runtime's epoch was refused as fenced (SchedulePublisher). */
+  noteFenced(): void {
+    this.fencedWrite = true;
+  }
+
+  /** The job's epoch in Redis was found to be this runtime's after all: nothing to take again. */
+  clearFenced(): void {
+    this.fencedWrite = false;
   }
 
   markHistoryReplayed(): void {

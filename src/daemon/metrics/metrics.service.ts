@@ -175,6 +175,12 @@ export class MetricsService {
     help: 'Reports streams of job ids never registered that maintenance gave a TTL (jobs.staleJobMs).',
     registers: [this.registry],
   });
+  readonly jobRefenced = new Counter({
+    name: 'pipemorph_job_refenced_total',
+    help: 'Times this replica found its writes for a job it leads fenced by an epoch it did not take (the epoch key changed behind its lease) and took the job again under a new epoch.',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
   readonly leaseLosses = new Counter({ name: 'pipemorph_lease_losses_total', help: 'Job leases this replica lost to another replica (or to Redis) before releasing them.', registers: [this.registry] });
 
   readonly buildInfo = new Gauge({ name: 'pipemorph_build_info', help: 'Build information (value 1).', labelNames: ['version', 'node'] as const, registers: [this.registry] });
@@ -197,11 +203,18 @@ export class MetricsService {
     for (const kind of REPLAN_KINDS) this.replans.inc({ job: jobId, kind }, 0);
     for (const outcome of PUBLISH_OUTCOMES) this.publishes.inc({ job: jobId, outcome }, 0);
     for (const reason of ABORT_REASONS) this.handshakeAborts.inc({ job: jobId, reason }, 0);
+    this.jobRefenced.inc({ job: jobId }, 0); // keeps its count when the job is taken again (forgetJob, stillLeading)
   }
 
-  /** Drops every series of a job this replica no longer owns (label sets are known from the job's shape and the enumerations above). */
-  forgetJob(jobId: string, stages: number): void {
+  /**
+   * Drops every series of a job this replica no longer owns (label sets are known from the job's
+   * shape and the enumerations above). `stillLeading`: the replica rebuilds the job and goes on
+   * leading it (a re-registration, an epoch taken again): pipemorph_job_refenced_total keeps its
+   * count, or a job taken again twice would show 1.
+   */
+  forgetJob(jobId: string, stages: number, stillLeading = false): void {
     const job = { job: jobId };
+    if (!stillLeading) this.jobRefenced.remove(job);
     for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.topologyVersion, this.scheduleCommitted, this.handshakeOpen, this.unackedRanks, this.delegatedRanks, this.staleRanks, this.jobEpoch]) metric.remove(job);
     for (let link = 0; link + 1 < stages; link++) {
       this.linkExtraDelay.remove({ job: jobId, link: String(link) });

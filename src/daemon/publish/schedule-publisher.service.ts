@@ -7,7 +7,7 @@ import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { AbortReason, MetricsService } from '../metrics/metrics.service';
-import { JOB_STORE, JobStore } from '../store/job-store.repository';
+import { FencedResult, JOB_STORE, JobStore } from '../store/job-store.repository';
 import { currentTraceId, inSpan } from '../tracing/tracer';
 
 const MAX_BACKOFF_MS = 30000;
@@ -39,7 +39,7 @@ export class SchedulePublisher {
   async publishInitial(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     const schedule = await this.build(job, decision, 'committed', 0, now);
     if (!schedule) return;
-    const result = await this.reservingNext(job, this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen));
+    const result = this.noted(job, await this.reservingNext(job, this.store.commitDirect(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen)));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     if (result === 'ok') this.committed(job, schedule, now);
   }
@@ -61,7 +61,7 @@ export class SchedulePublisher {
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
-    const result = await this.reservingNext(job, this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen));
+    const result = this.noted(job, await this.reservingNext(job, this.store.prepare(job.jobId, job.epoch, schedule, this.event('prepare', schedule), this.config.ingest.controlMaxLen)));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'prepared' : result });
     if (result !== 'ok') {
       this.logger.warn(`job ${job.jobId}: prepare of version ${schedule.version} refused (${result})`);
@@ -96,7 +96,7 @@ export class SchedulePublisher {
   /** Under a new epoch, a prepare left by the previous owner is dropped: it can no longer be committed. */
   async abandonPending(job: JobRuntime, pending: PublishedSchedule): Promise<void> {
     const event: ControlEvent = { ...this.event('abort', pending), epoch: job.epoch, reason: 'daemon replica changed' };
-    const result = await this.store.abort(job.jobId, job.epoch, event, this.config.ingest.controlMaxLen);
+    const result = this.noted(job, await this.store.abort(job.jobId, job.epoch, event, this.config.ingest.controlMaxLen));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
     if (result === 'ok') this.metricsFor(job)?.handshakeAborts.inc({ job: job.jobId, reason: 'replica_changed' });
   }
@@ -104,7 +104,7 @@ export class SchedulePublisher {
   private async commit(job: JobRuntime, now: number): Promise<void> {
     const open = job.switching.handshake!;
     const schedule: PublishedSchedule = { ...open.schedule, state: 'committed' };
-    const result = await this.store.commit(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen);
+    const result = this.noted(job, await this.store.commit(job.jobId, job.epoch, schedule, this.event('commit', schedule), this.config.ingest.controlMaxLen));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'committed' : result });
     job.switching.closedByCommit(result === 'ok');
     this.metricsFor(job)?.handshakeOpen.set({ job: job.jobId }, 0);
@@ -119,7 +119,7 @@ export class SchedulePublisher {
 
   private async abort(job: JobRuntime, cause: AbortReason, reason: string, now: number): Promise<void> {
     const open = job.switching.handshake!;
-    const result = await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen);
+    const result = this.noted(job, await this.store.abort(job.jobId, job.epoch, { ...this.event('abort', open.schedule), reason }, this.config.ingest.controlMaxLen));
     this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: result === 'ok' ? 'aborted' : result });
     this.metricsFor(job)?.handshakeAborts.inc({ job: job.jobId, reason: cause });
     job.switching.closedByAbort(now, (streak) => Math.min(MAX_BACKOFF_MS, this.config.handshake.retryBackoffMs * 2 ** (streak - 1)));
@@ -127,6 +127,16 @@ export class SchedulePublisher {
     this.metricsFor(job)?.unackedRanks.set({ job: job.jobId }, 0);
     job.requestEvaluation();
     this.logger.warn(`job ${job.jobId}: aborted version ${open.schedule.version}: ${reason}`);
+  }
+
+  /**
+   * A write refused as fenced marks the runtime: the job's epoch is no longer its own, and every
+   * later write would be refused too. Discovery then takes the job again under a new epoch if this
+   * replica still holds the lease, or lets it go (JobRegistry.retakeFenced).
+   */
+  private noted(job: JobRuntime, result: FencedResult): FencedResult {
+    if (result === 'fenced') job.noteFenced();
+    return result;
   }
 
   private committed(job: JobRuntime, schedule: PublishedSchedule, now: number): void {
@@ -163,6 +173,7 @@ export class SchedulePublisher {
         .nextVersion(job.jobId, job.epoch, job.versionFloor())
         .catch(() => 'failed' as const)
         .then((version) => {
+          if (version === 'fenced') job.noteFenced();
           if (typeof version === 'number' && !job.released) job.switching.reserve(version);
         })
         .finally(() => this.reserving.delete(job));
@@ -182,8 +193,9 @@ export class SchedulePublisher {
     await this.reserving.get(job);
     const version = job.switching.takeReserved(job.versionFloor()) ?? (await this.store.nextVersion(job.jobId, job.epoch, job.versionFloor()));
     if (version === 'fenced') {
+      job.noteFenced();
       this.metricsFor(job)?.publishes.inc({ job: job.jobId, outcome: 'fenced' });
-      this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; another replica owns the job`);
+      this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; the job's epoch changed (another replica took it, or a write behind this one's back)`);
       return null;
     }
     return {
