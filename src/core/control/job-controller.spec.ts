@@ -2,8 +2,12 @@ import { warmupOf } from '../pipeline/schedule';
 import { Schedule } from '../pipeline/schedule.type';
 import { simulateSchedule } from '../engine/simulator';
 import { DEFAULT_CONTROL_CONFIG } from './control-config.type';
-import { JobControlInput, PipelineLinkView } from './control-input.type';
-import { decideControl, initialPipelines, modelOf, predictMs, replicaDelays } from './job-controller';
+import { ringAllReduceMs } from '../topology/all-reduce';
+import { stageFinishTimes } from '../topology/stage-finish';
+import { AllReduceModel } from '../topology/topology.type';
+import { allReduceOf } from './all-reduce-pricing';
+import { DataParallelLinkView, JobControlInput, PipelineLinkView, TopologyView } from './control-input.type';
+import { decideControl, initialPipelines, modelOf, predictMs, replicaDelays, stageReadyMs } from './job-controller';
 import { linkTransportOf } from './link-transport';
 
 /** S=4, N=16, every op 10 ms, 2 replicas; device fits 6 activations, host 16. */
@@ -223,7 +227,7 @@ describe('pricing shared within a decision', () => {
     const { now } = replicaDelays(base);
     const initial = initialPipelines(base);
     const planned = initialPipelines(input({ deviceCaps: [1, 1, 1, 1], links: base.links })); // warm-up [1, 1, 1, 1]: slower
-    const shared = new Map<string, number>();
+    const shared = new Map<string, Float64Array>();
     const viaShared = [predictMs(base, initial, now, [], undefined, shared), predictMs(base, planned, now, [], undefined, shared)];
     const fresh = [predictMs(base, initial, now), predictMs(base, planned, now)];
     expect(viaShared).toEqual(fresh);
@@ -241,5 +245,75 @@ describe('pricing shared within a decision', () => {
     expect(second[0].schedule[0][0]).not.toBe(-1);
     // A different input is not served the remembered plan.
     expect(initialPipelines(input({ deviceCaps: [4, 4, 4, 4] }))[0].warmup).toEqual([4, 3, 2, 1]);
+  });
+});
+
+describe('predictions with the data-parallel all-reduce', () => {
+  const model: AllReduceModel = { gradientBytes: [4e8, 4e8, 4e8, 4e8], latencyMs: 0.01, gbps: 50, chunkBytes: 4 << 20, inflight: 8 };
+  /** The fixture's (2 DP, 4 PP) job with its all-reduce described; ring links of stage `slowStage` carry `extraMs`. */
+  function withRings(extraMs = 0, slowStage = 2, allReduce: AllReduceModel | null = model): JobControlInput {
+    const dataParallelLinks: DataParallelLinkView[] = [];
+    for (let pp = 0; pp < 4; pp++) {
+      for (const [from, to] of [[pp, 4 + pp], [4 + pp, pp]]) {
+        const extra = pp === slowStage ? extraMs : 0;
+        dataParallelLinks.push({ fromRank: from, toRank: to, extraMs: extra, straggler: extra > 0 });
+      }
+    }
+    const topology: TopologyView = { rankAt: [0, 1, 2, 3, 4, 5, 6, 7], rings: [[0, 1], [0, 1], [0, 1], [0, 1]], localityOf: new Map(), allReduce, dataParallelLinks, remapAllowed: false };
+    return input({ links: [0, 1].flatMap((dp) => [0, 1, 2].map((l) => link(dp, l, 0))), topology });
+  }
+  /** The initial plan's iteration computed here from the engine and the alpha-beta ring, independently of predictMs. */
+  function expectedMs(base: JobControlInput, ringExtraMs: number[]): number {
+    const finish = stageFinishTimes(simulateSchedule(modelOf(base, replicaDelays(base).now[0]), initialPipelines(base)[0].schedule));
+    return Math.max(...Array.from(finish, (ready, p) => ready + ringAllReduceMs(model, p, 2, ringExtraMs[p])));
+  }
+
+  it('the initial prediction is the pipeline and then each stage\'s ring all-reduce', () => {
+    const base = withRings();
+    const { decision, predictedStaticMs } = decideControl(base, DEFAULT_CONTROL_CONFIG);
+    const pipelineOnly = decideControl(withRings(0, 2, null), DEFAULT_CONTROL_CONFIG).predictedStaticMs;
+    // Fails if the all-reduce is dropped from the prediction: 96 chunks of 0.084 ms, about 8 ms after the pipeline.
+    expect(ringAllReduceMs(model, 0, 2, 0)).toBeGreaterThan(7);
+    expect(decision!.predictedNewMs).toBeCloseTo(expectedMs(base, [0, 0, 0, 0]), 9);
+    expect(predictedStaticMs).toBe(decision!.predictedNewMs);
+    expect(decision!.predictedNewMs).toBeGreaterThan(pipelineOnly + 7);
+  });
+
+  it('a slow ring link makes every prediction of the job larger by what it costs the ring, the gauge of what runs too', () => {
+    const healthy = withRings();
+    const slow = withRings(30, 2);
+    const current = running(healthy);
+    const h = decideControl({ ...healthy, current }, DEFAULT_CONTROL_CONFIG);
+    const s = decideControl({ ...slow, current }, DEFAULT_CONTROL_CONFIG);
+    expect(s.predictedCurrentMs).toBeCloseTo(expectedMs(slow, [0, 0, 30, 0]), 9);
+    // 96 chunks paced by (0.01 + 30) / 8 ms: about 360 ms more.
+    expect(s.predictedCurrentMs! - h.predictedCurrentMs!).toBeGreaterThan(300);
+    expect(s.predictedStaticMs).toBeGreaterThan(h.predictedStaticMs + 300);
+    // Either direction of a ring link counts: a measurement of 4 -> 0 only prices stage 0's ring.
+    const oneWay: JobControlInput = { ...healthy, topology: { ...healthy.topology!, dataParallelLinks: [{ fromRank: 4, toRank: 0, extraMs: 30, straggler: true }] } };
+    expect(decideControl({ ...oneWay, current }, DEFAULT_CONTROL_CONFIG).predictedCurrentMs).toBeCloseTo(expectedMs(oneWay, [30, 0, 0, 0]), 9);
+  });
+
+  it('prices a straggler decision with the rings after the pipelines', () => {
+    const base = withRings(20, 1);
+    const straggling = { ...base, links: base.links.map((l) => (l.dp === 0 && l.link === 1 ? { ...l, extraMs: 40, straggler: true } : l)) };
+    const { decision } = decideControl({ ...straggling, current: running(base) }, DEFAULT_CONTROL_CONFIG);
+    expect(decision!.kind).toBe('straggler');
+    const ring = allReduceOf(straggling)!;
+    expect(ring.slow).toEqual([false, true, false, false]);
+    const { now } = replicaDelays(straggling);
+    const transport = DEFAULT_CONTROL_CONFIG.transport;
+    const ready = stageReadyMs(straggling, decision!.pipelines, now, decision!.delegation, transport);
+    expect(decision!.predictedNewMs).toBeCloseTo(Math.max(...Array.from(ready, (r, p) => r + ring.ms[p])), 9);
+    expect(decision!.predictedNewMs).toBeGreaterThan(predictMs(straggling, decision!.pipelines, now, decision!.delegation, transport, undefined, null) + 100);
+  });
+
+  it('one replica, or no dataParallel in the registration: the pipeline alone', () => {
+    const base = withRings(30);
+    expect(allReduceOf({ ...base, topology: { ...base.topology!, allReduce: null } })).toBeNull();
+    expect(allReduceOf({ ...base, topology: undefined })).toBeNull();
+    const single = input({ dpSize: 1, topology: { ...base.topology!, rankAt: [0, 1, 2, 3], rings: [[0], [0], [0], [0]] } });
+    expect(allReduceOf(single)).toBeNull();
+    expect(decideControl(single, DEFAULT_CONTROL_CONFIG).predictedStaticMs).toBe(decideControl(input({ dpSize: 1 }), DEFAULT_CONTROL_CONFIG).predictedStaticMs);
   });
 });

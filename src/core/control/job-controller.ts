@@ -11,6 +11,8 @@ import { ControlDecision, ControlOutcome, DecisionKind } from './control-decisio
 import { decideRemap } from './remap-decision';
 import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from './control-input.type';
 import { linkTransportOf, transportKey } from './link-transport';
+import { allReduceOf, AllReducePrice, withAllReduceMs } from './all-reduce-pricing';
+import { stageFinishTimes } from '../topology/stage-finish';
 
 /** The planning model of one replica; with `transport`, sends queue as the ranks' transport makes them (link-transport.ts). */
 export function modelOf(input: JobControlInput, linkMs: number[], transport?: PipelineModel['transport']): PipelineModel {
@@ -125,22 +127,22 @@ function scheduleKey(schedule: Schedule): string {
 }
 
 /**
- * Iteration time of a job running `pipelines` with `delegation` under per-replica delays: the
- * slowest replica (they meet in the DP all-reduce). Sends are priced with the ranks' transport:
- * GPU-direct sends block compute when `gpuSendsInFlight` are in flight, delegated links queue on
- * their CPU queues, delegating ranks pay the copy overhead. `simulated` (schedule, delays and
- * transport -> ms) may be shared by the calls of one decision: healthy replicas run the same
- * schedule under every candidate plan and are simulated once.
+ * Per stage, when all its replicas running `pipelines` with `delegation` under per-replica delays
+ * have finished their last op, ms. Sends are priced with the ranks' transport: GPU-direct sends
+ * block compute when `gpuSendsInFlight` are in flight, delegated links queue on their CPU queues,
+ * delegating ranks pay the copy overhead. `simulated` (schedule, delays and transport -> stage
+ * finish times) may be shared by the calls of one decision: healthy replicas run the same schedule
+ * under every candidate plan and are simulated once.
  */
-export function predictMs(
+export function stageReadyMs(
   input: JobControlInput,
   pipelines: PipelineGroupPlan[],
   delays: number[][],
   delegation: readonly DelegationPlan[] = [],
   transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG,
-  simulated = new Map<string, number>(),
-): number {
-  let worst = 0;
+  simulated = new Map<string, Float64Array>(),
+): Float64Array {
+  const ready = new Float64Array(input.stages);
   for (const group of pipelines) {
     let groupKey: string | null = null;
     for (const dp of group.dpReplicas) {
@@ -148,15 +150,34 @@ export function predictMs(
       const links = linkTransportOf(input, dp, delegation, transport);
       groupKey ??= scheduleKey(group.schedule);
       const key = groupKey + '|' + delays[dp].join(',') + '|' + transportKey(links);
-      let ms = simulated.get(key);
-      if (ms === undefined) {
-        ms = simulateSchedule(modelOf(input, delays[dp], links), group.schedule).iterationMs;
-        simulated.set(key, ms);
+      let finish = simulated.get(key);
+      if (finish === undefined) {
+        finish = stageFinishTimes(simulateSchedule(modelOf(input, delays[dp], links), group.schedule));
+        simulated.set(key, finish);
       }
-      worst = Math.max(worst, ms);
+      for (let p = 0; p < ready.length; p++) if (finish[p] > ready[p]) ready[p] = finish[p];
     }
   }
-  return worst;
+  return ready;
+}
+
+/**
+ * Iteration time of a job running `pipelines` with `delegation` under per-replica delays: every
+ * stage waits for its slowest replica (stageReadyMs), then, when the job has a data-parallel
+ * all-reduce (dp > 1 and a `dataParallel` registration), runs its ring all-reduce priced with the
+ * measured ring links of the layout in force (allReduceOf), and the iteration ends with the last
+ * ring; without one, with the slowest replica's last op.
+ */
+export function predictMs(
+  input: JobControlInput,
+  pipelines: PipelineGroupPlan[],
+  delays: number[][],
+  delegation: readonly DelegationPlan[] = [],
+  transport: TransportConfig = DEFAULT_TRANSPORT_CONFIG,
+  simulated = new Map<string, Float64Array>(),
+  allReduce: AllReducePrice | null = allReduceOf(input),
+): number {
+  return withAllReduceMs(stageReadyMs(input, pipelines, delays, delegation, transport, simulated), allReduce);
 }
 
 function maxDelays(delays: number[][], replicas: number[]): number[] {
@@ -241,7 +262,8 @@ export function plannedPipelines(
 /**
  * The control decision for one job (pure): what should run now, and whether that is worth
  * publishing. Every prediction prices sends with the ranks' transport (`config.transport`), so
- * slackness and delegation are chosen together. With stragglers: CPU delegation on both ends of
+ * slackness and delegation are chosen together, and ends with the data-parallel ring all-reduce
+ * when the job has one (predictMs), slow ring links included. With stragglers: CPU delegation on both ends of
  * each straggling pipeline link, queues sized to keep up with production, and replicas grouped by
  * their straggling links re-planned (Alg. 2 or search, memory relaxed to the host) when the
  * simulator predicts a gain of at least `minGain` over keeping the schedule with delegation. A
@@ -261,8 +283,10 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
   const initial = initialPipelines(input);
   // The same replica schedule is often priced several times in one decision (the schedule in force
   // is the initial plan, healthy replicas keep it in every candidate): each simulation is simulated once.
-  const simulated = new Map<string, number>();
-  const predict = (pipelines: PipelineGroupPlan[], delegation: readonly DelegationPlan[]): number => predictMs(input, pipelines, now, delegation, transport, simulated);
+  const simulated = new Map<string, Float64Array>();
+  // The all-reduce after the pipelines is the same for every candidate: priced once.
+  const allReduce = allReduceOf(input);
+  const predict = (pipelines: PipelineGroupPlan[], delegation: readonly DelegationPlan[]): number => predictMs(input, pipelines, now, delegation, transport, simulated, allReduce);
   const predictedStaticMs = predict(initial, []);
   const stragglers = input.links.filter((l) => l.straggler && l.dp < input.dpSize && l.link < input.stages - 1);
   const reasonLinks = stragglers.map(({ dp, link, upRank, downRank, extraMs, nicFailure }) => ({ dp, link, upRank, downRank, extraMs, nicFailure }));

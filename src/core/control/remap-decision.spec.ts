@@ -1,3 +1,4 @@
+import { ringAllReduceMs } from '../topology/all-reduce';
 import { DEFAULT_CONTROL_CONFIG, DEFAULT_REMAP_CONFIG } from './control-config.type';
 import { DataParallelLinkView, JobControlInput, PipelineLinkView, TopologyView } from './control-input.type';
 import { decideControl, initialPipelines } from './job-controller';
@@ -64,6 +65,29 @@ describe('decideRemap (through decideControl)', () => {
     const expensive = { ...config, remap: { ...DEFAULT_REMAP_CONFIG, migrationMsPerNode: 1e9 } };
     expect(decideControl(input(30), expensive).decision?.kind).not.toBe('remap');
     expect(decideControl(input(30), { ...config, remap: { ...DEFAULT_REMAP_CONFIG, enabled: false } }).decision?.kind).not.toBe('remap');
+  });
+
+  it('predicts with the all-reduce: the rings that straggle cost the layout it leaves, not the one it takes', () => {
+    const slow = input(30);
+    const outcome = decideControl(slow, config);
+    const decision = outcome.decision!;
+    expect(decision.kind).toBe('remap');
+    const model = slow.topology!.allReduce!;
+    const slowRingMs = ringAllReduceMs(model, 0, 2, 30);
+    const healthyRingMs = ringAllReduceMs(model, 0, 2, 0);
+    // 835 chunks paced by 30 ms / 8 in flight against the bandwidth: seconds against about 70 ms.
+    expect(slowRingMs).toBeGreaterThan(3000);
+    expect(healthyRingMs).toBeGreaterThan(60);
+    expect(decision.predictedPreviousMs!).toBeGreaterThan(slowRingMs);
+    expect(decision.predictedPreviousMs!).toBeGreaterThan(3 * decision.predictedNewMs);
+    expect(decision.predictedStaticMs).toBeGreaterThan(slowRingMs);
+    // The new layout's prediction still ends with its (healthy) rings after the pipeline.
+    const pipelineOnly = decideControl(input(0, { allReduce: null }), config).predictedCurrentMs!;
+    expect(decision.predictedNewMs).toBeGreaterThan(pipelineOnly + healthyRingMs);
+    // The gauge of what runs now prices the slow rings too, as the re-map's own "staying put" does.
+    // (Every stage's ring is alike here, so the last stage done is the last ring done.)
+    expect(outcome.predictedCurrentMs!).toBeCloseTo(pipelineOnly + slowRingMs, 6);
+    expect(decideControl(input(0), config).predictedCurrentMs!).toBeCloseTo(pipelineOnly + healthyRingMs, 6);
   });
 
   it('without localities moves only the measured slow pairs off the rings', () => {

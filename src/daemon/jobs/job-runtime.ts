@@ -233,7 +233,12 @@ export class JobRuntime {
     };
   }
 
-  controlInput(snapshot: DetectionSnapshot, topology?: TopologyView): JobControlInput {
+  /**
+   * What the control decision sees. `topology` is given for a decision that may re-map; without it
+   * the layout in force is described all the same with re-mapping not allowed, so that every
+   * prediction (the initial one too) prices the data-parallel all-reduce on its measured rings.
+   */
+  controlInput(snapshot: DetectionSnapshot, topology: TopologyView = { ...this.topologyView(snapshot, 0, 0), remapAllowed: false }): JobControlInput {
     const S = this.spec.stages;
     const registered = this.spec.registration.computeMs;
     const pick = (measured: number[], given: readonly number[] | undefined, i: number) => (Number.isFinite(measured[i]) ? measured[i] : given ? given[i] : 1);
@@ -258,7 +263,7 @@ export class JobRuntime {
         nicFailure: l.reason === 'nic-failure',
       })),
       current: this.inForce ? this.currentPlan(this.inForce) : null,
-      ...(topology ? { topology } : {}),
+      topology,
     };
   }
 

@@ -198,6 +198,7 @@ export const scheduleV1Schema = {
     "prediction": {
       "type": "object",
       "additionalProperties": false,
+      "description": "Predicted iteration times, ms: each replica's pipeline priced with the ranks' transport, then, for a job that registered `dataParallel` with dp > 1, each stage's ring all-reduce once its replicas are done, priced with the measured data-parallel links of the layout (docs/protocol.md sec. 3).",
       "required": [
         "previousMs",
         "newMs"
