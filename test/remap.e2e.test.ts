@@ -96,6 +96,22 @@ describe('daemon + emulated job: a slow data-parallel boundary', () => {
     expect(view.stragglers.dataParallel).toEqual([]);
     expect(view.stragglers.pipeline.map((l) => [l.link, l.upRank, l.downRank])).toEqual([0, 1].map((dp) => [crossing, at(dp, crossing), at(dp, crossing + 1)]));
 
+    // What an operator sees is true: the initial prediction includes the all-reduce (the job ran it),
+    // and the before/after picture of the re-map, drawn once the new layout runs, shows the slow
+    // rings of the layout it left and the healthy ones of the layout it took, at what the job ran.
+    expect(learned[0].prediction.newMs).toBeGreaterThan(0.95 * healthy);
+    expect(learned[0].prediction.newMs).toBeLessThan(1.05 * healthy);
+    expect(learned[learned.length - 1].reason.kind).toBe('remap');
+    const svg = await (await fetch(`${daemon!.url}/jobs/${group.job.jobId}/timeline.svg`)).text();
+    const [, beforePanel, inForcePanel] = svg.split('<g class="panel"');
+    const drawnMs = (panel: string) => Number(/data-iteration-ms="([\d.]+)"/.exec(panel)![1]);
+    expect(beforePanel.match(/<rect class="all-reduce slow"/g)).toHaveLength(4);
+    expect(inForcePanel.match(/<rect class="all-reduce"/g)).toHaveLength(4);
+    expect(drawnMs(beforePanel)).toBeGreaterThan(0.9 * slow);
+    expect(drawnMs(beforePanel)).toBeLessThan(1.1 * slow);
+    expect(drawnMs(inForcePanel)).toBeGreaterThan(0.9 * after);
+    expect(drawnMs(inForcePanel)).toBeLessThan(1.1 * after);
+
     // A daemon replica that takes the job over adopts the re-mapped layout from the committed schedule.
     await daemon!.app.close();
     daemon = await startDaemon(testConfig((c) => (c.remap.minIntervalMs = 0), REDIS_URL));

@@ -18,7 +18,7 @@ function median(xs: number[]): number {
 }
 
 /** Healthy one-way time of each pipeline link: the median learned baseline over replicas (0 where none). */
-function healthyLinkMs(input: JobControlInput): number[] {
+export function healthyLinkMs(input: JobControlInput): number[] {
   return Array.from({ length: Math.max(0, input.stages - 1) }, (_, l) =>
     median(input.links.filter((v) => v.link === l && Number.isFinite(v.baselineMs)).map((v) => v.baselineMs)),
   );
@@ -30,7 +30,7 @@ function healthyLinkMs(input: JobControlInput): number[] {
  * slow, unless a measured link across the same boundary is healthy (under half the slow delay):
  * then only the measured pairs are.
  */
-function slowNodeLinks(input: JobControlInput, t: TopologyView): NodeLink[] {
+export function slowNodeLinks(input: JobControlInput, t: TopologyView): NodeLink[] {
   const nodeOf = new Map(t.rankAt.map((rank, node) => [rank, node]));
   const pairs = new Map<number, NodeLink>();
   const n = t.rankAt.length;

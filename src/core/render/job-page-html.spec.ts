@@ -48,6 +48,16 @@ describe('renderJobPage', () => {
     expect(html).toContain('<svg xmlns="http://www.w3.org/2000/svg" class="pipemorph-timeline"');
   });
 
+  it('for a data-parallel job shows the rings of its timeline and says how to read them', () => {
+    const single = renderJobPage(view());
+    expect(single).not.toContain('all-reduce');
+    const run = generateSchedule(toPipelineModel(validateProfile({ stages: 2, microbatches: 2, fMs: [1, 1], bMs: [1, 1], wMs: [1, 1], linkMs: [0] })), { warmup: [2, 1] });
+    const allReduce = [0, 1].map((s) => ({ startMs: run.iterationMs, endMs: run.iterationMs + 100, slow: s === 0 }));
+    const html = renderJobPage(view({ dp: 2, timelineSvg: renderTimelineSvg([{ title: 'in force: v1', run, allReduce }]) }));
+    expect(html).toContain('each stage\'s ring is drawn after its last op (red: a slow ring link)');
+    expect(html.match(/<rect class="all-reduce( slow)?"/g)).toEqual(['<rect class="all-reduce slow"', '<rect class="all-reduce"']);
+  });
+
   it('loads nothing from elsewhere and runs no script', () => {
     const html = renderJobPage(view());
     expect(html).not.toMatch(/<script|<link |<img |src=|@import|url\((?!#)/i);

@@ -75,6 +75,7 @@ export function renderJobPage(view: JobPageView): string {
   out.push('</section>');
 
   out.push(`<section id="timeline" class="timeline"><h2>Timeline: the schedule in force and the one it replaced, simulated under the current link estimates</h2>`);
+  if (view.dp > 1) out.push('<p class="muted">Each panel runs under its own layout; where the job described its data-parallel all-reduce, each stage\'s ring is drawn after its last op (red: a slow ring link), as the predictions price it.</p>');
   out.push(view.timelineSvg ?? '<p class="muted">No schedule yet.</p>');
   out.push(`<p class="muted"><a href="${e(view.links.timeline)}">timeline.svg</a> · <a href="${e(view.links.json)}">job JSON</a></p></section>`);
   out.push('</main></body></html>');

@@ -26,6 +26,20 @@ export interface TimelinePanel {
   slowLinks?: readonly number[];
   /** Optional label per slow link drawn beside the rows, e.g. "+60 ms". */
   linkNotes?: Readonly<Record<number, string>>;
+  /**
+   * The data-parallel gradient all-reduce after the pipeline, one entry per stage: its ring runs
+   * from `startMs` (all the stage's replicas done with their last op) to `endMs`, and the iteration
+   * ends with the last ring. `slow` marks a ring with a slow link; `note` labels the bar (e.g. "+30 ms").
+   */
+  allReduce?: ReadonlyArray<TimelineAllReduce>;
+}
+
+/** One stage's ring all-reduce in a timeline, ms from the iteration start. */
+export interface TimelineAllReduce {
+  startMs: number;
+  endMs: number;
+  slow: boolean;
+  note?: string;
 }
 
 export interface TimelineOptions {

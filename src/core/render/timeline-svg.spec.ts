@@ -123,6 +123,47 @@ describe('renderTimelineSvg on the paper\'s Fig. 4/5 example (4 stages x 12 micr
   });
 });
 
+describe('renderTimelineSvg with the data-parallel all-reduce after the pipeline', () => {
+  const run = generateSchedule(fig4(), { warmup: [7, 5, 3, 1] });
+  /** Each stage's ring from its last op: 50 ms, and 400 ms on stage 1 whose ring has a slow link. */
+  const finish = Array.from({ length: 4 }, (_, s) => Math.max(...Array.from(run.order[s], (code) => run.end[s * 36 + code])));
+  const rings = finish.map((startMs, s) => ({ startMs, endMs: startMs + (s === 1 ? 400 : 50), slow: s === 1, ...(s === 1 ? { note: 'ring link +30.0 ms' } : {}) }));
+  const panels: TimelinePanel[] = [
+    { title: 'slow ring', run, allReduce: rings },
+    { title: 'healthy rings', run, allReduce: rings.map((r) => ({ ...r, endMs: r.startMs + 50, slow: false, note: undefined })) },
+  ];
+  const svg = renderTimelineSvg(panels);
+  const layout = timelineLayout(panels);
+  const endMs = Math.max(...rings.map((r) => r.endMs));
+
+  it('draws each stage\'s ring as a bar from its last op to its end, the slow one marked, the iteration ending with the last ring', () => {
+    expect(endMs).toBeGreaterThan(run.iterationMs + 300);
+    expect(layout.scale).toBeCloseTo(1100 / endMs, 9);
+    expect(mismatches(svg, 0, run, layout)).toEqual([]);
+    const first = svg.split('<g class="panel"')[1];
+    const bars = [...first.matchAll(/<rect class="all-reduce( slow)?" data-stage="(\d)"[^>]* x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"/g)];
+    expect(bars.map((b) => [Number(b[2]), b[1] === ' slow'])).toEqual([[0, false], [1, true], [2, false], [3, false]]);
+    for (const b of bars) {
+      const ring = rings[Number(b[2])];
+      expect(Number(b[3])).toBeCloseTo(layout.left + ring.startMs * layout.scale, 2);
+      expect(Number(b[5])).toBeCloseTo((ring.endMs - ring.startMs) * layout.scale, 2);
+      expect(Number(b[4])).toBeCloseTo(layout.panelTops[0] + Number(b[2]) * (layout.rowHeight + layout.rowGap), 2);
+    }
+    expect(first).toContain('all-reduce 400 ms (ring link +30.0 ms)');
+    expect(first).toContain(`data-iteration-ms="${px(endMs)}" data-pipeline-ms="390"`);
+    expect(first).toContain(`slow ring · iteration ${endMs.toFixed(0)} ms (pipeline 390 ms, then the all-reduce) · bubble rate`);
+    expect(svg.split('<g class="panel"')[2]).not.toContain('all-reduce slow');
+    expect(svg).toContain('ring with a slow link');
+  });
+
+  it('leaves a picture without an all-reduce as it was', () => {
+    const plain = renderTimelineSvg([{ title: 'plain', run }]);
+    expect(plain).not.toContain('all-reduce');
+    expect(plain).toContain('plain · iteration 390 ms · bubble rate');
+    expect(plain).toContain('data-iteration-ms="390" data-bubble-rate');
+  });
+});
+
 describe('renderTimelineSvg on random pipelines', () => {
   it('always draws one block per op where the engine put it (fast-check)', () => {
     fc.assert(

@@ -1,11 +1,14 @@
 import { OP_KINDS, opKind, opMicrobatch } from '../pipeline/op';
 import { AsciiSink } from './ascii-sink';
 import { escapeXml } from './escape-xml';
-import { TimelineOptions, TimelinePanel, TimelineRun } from './timeline-panel.type';
+import { TimelineAllReduce, TimelineOptions, TimelinePanel, TimelineRun } from './timeline-panel.type';
 
 /** Fill per op kind (F, B, W): the colours the ZeroBubble papers use, blue / green / purple. */
 export const OP_COLORS: readonly string[] = ['#4f7fd6', '#2e9e78', '#8e63c4'];
 const MESSAGE_COLOR = '#d6333a';
+/** Fill of a stage's ring all-reduce, healthy and with a slow ring link. */
+const ALL_REDUCE_COLOR = '#f0b429';
+const SLOW_ALL_REDUCE_COLOR = MESSAGE_COLOR;
 const LEFT = 78;
 /**
  * Above this many ops a panel draws each stage's blocks as one path per kind (one sub-path per op,
@@ -46,6 +49,13 @@ export function bubbleRateOf(run: TimelineRun): number {
   return Math.max(0, 1 - busy / (run.stages * run.iterationMs));
 }
 
+/** When the panel's iteration ends: its last op, or its last ring all-reduce when it draws them. */
+export function panelEndMs(panel: TimelinePanel): number {
+  let end = panel.run.iterationMs;
+  for (const ring of panel.allReduce ?? []) if (ring.endMs > end) end = ring.endMs;
+  return end;
+}
+
 function rowHeightFor(stages: number): number {
   return stages <= 16 ? 20 : Math.max(4, Math.floor(480 / stages));
 }
@@ -64,7 +74,7 @@ function formatMs(ms: number): string {
 /** The layout the renderer uses for these panels (pure function of the panels' shapes and times). */
 export function timelineLayout(panels: readonly TimelinePanel[], options: TimelineOptions = {}): TimelineLayout {
   const plotWidth = options.plotWidth ?? 1100;
-  const maxMs = Math.max(1e-9, ...panels.map((p) => p.run.iterationMs));
+  const maxMs = Math.max(1e-9, ...panels.map(panelEndMs));
   const stages = Math.max(1, ...panels.map((p) => p.run.stages));
   const rowHeight = rowHeightFor(stages);
   const rowGap = rowHeight >= 10 ? 2 : 0;
@@ -83,7 +93,9 @@ export function timelineLayout(panels: readonly TimelinePanel[], options: Timeli
  * Renders one or more timelines (e.g. before and after a switch) as one SVG: per panel one row per
  * stage in stage order, every op a block at its start/end time labelled with its microbatch (when
  * wide enough), idle time as hatched background, messages of slow links as arrows between rows,
- * iteration time and bubble rate in the panel's title. Panels share one time scale. Deterministic:
+ * iteration time and bubble rate in the panel's title. With `allReduce`, each stage's ring
+ * all-reduce is a bar after its last op (red when a ring link is slow) and the iteration ends with
+ * the last ring. Panels share one time scale. Deterministic:
  * the same panels give the same bytes. All text is escaped.
  */
 export function renderTimelineSvg(panels: readonly TimelinePanel[], options: TimelineOptions = {}): string {
@@ -102,7 +114,7 @@ export function renderTimelineSvg(panels: readonly TimelinePanel[], options: Tim
   );
   if (options.title) out.push(`<text class="title" x="${left}" y="26" font-size="17" font-weight="bold" fill="#1f2933">${escapeXml(options.title)}</text>`);
   panels.forEach((panel, p) => renderPanel(out, panel, p, layout));
-  renderLegend(out, left, height - 14);
+  renderLegend(out, left, height - 14, panels.some((p) => (p.allReduce?.length ?? 0) > 0));
   out.push('</svg>');
   return out.join('\n') + '\n';
 }
@@ -113,11 +125,15 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
   const top = layout.panelTops[index];
   const S = run.stages;
   const per = 3 * run.microbatches;
-  const plotRight = left + run.iterationMs * scale;
+  const rings = panel.allReduce && panel.allReduce.length > 0 ? panel.allReduce : null;
+  const endMs = panelEndMs(panel);
+  const plotRight = left + endMs * scale;
   const rowsBottom = top + S * (rowHeight + rowGap) - rowGap;
   const bubble = bubbleRateOf(run);
-  const heading = `${panel.title} · iteration ${formatMs(run.iterationMs)} ms · bubble rate ${(bubble * 100).toFixed(1)}%`;
-  out.push(`<g class="panel" data-panel="${index}" data-iteration-ms="${px(run.iterationMs)}" data-bubble-rate="${bubble.toFixed(4)}">`);
+  const iteration = rings ? `iteration ${formatMs(endMs)} ms (pipeline ${formatMs(run.iterationMs)} ms, then the all-reduce)` : `iteration ${formatMs(endMs)} ms`;
+  const heading = `${panel.title} · ${iteration} · bubble rate ${(bubble * 100).toFixed(1)}%`;
+  const pipelineMs = rings ? ` data-pipeline-ms="${px(run.iterationMs)}"` : '';
+  out.push(`<g class="panel" data-panel="${index}" data-iteration-ms="${px(endMs)}"${pipelineMs} data-bubble-rate="${bubble.toFixed(4)}">`);
   out.push(`<text class="panel-title" x="${left}" y="${px(top - 24)}" font-size="13" font-weight="bold" fill="#1f2933">${escapeXml(heading)}</text>`);
   // Time axis with round ticks.
   const spanMs = (layout.width - left - RIGHT) / scale;
@@ -138,7 +154,7 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
     if (rowHeight >= 10 || s % 4 === 0 || s === S - 1) {
       out.push(`<text class="stage-label" x="${left - 8}" y="${px(y + rowHeight / 2 + 3.5)}" font-size="${Math.max(9, Math.min(11, rowHeight))}" text-anchor="end" fill="#3e4c59">stage ${s}</text>`);
     }
-    out.push(`<rect class="idle" x="${left}" y="${px(y)}" width="${px(run.iterationMs * scale)}" height="${rowHeight}" fill="url(#idle)"/>`);
+    out.push(`<rect class="idle" x="${left}" y="${px(y)}" width="${px(endMs * scale)}" height="${rowHeight}" fill="url(#idle)"/>`);
     const showLabels = rowHeight >= 11;
     const fontSize = Math.min(10, rowHeight - 5);
     const labels: string[] = [];
@@ -174,12 +190,30 @@ function renderPanel(out: string[], panel: TimelinePanel, index: number, layout:
     if (compact) for (let kind = 0; kind < 3; kind++) blocks += `<path class="${OP_KINDS[kind]}" transform="scale(0.01 1)" d="${SINKS[kind].take()}"/>`;
     out.push(blocks + '</g>');
     if (labels.length > 0) out.push(`<g class="mb" font-size="${fontSize}" text-anchor="middle" fill="#ffffff">${labels.join('')}</g>`);
+    if (rings && rings[s]) renderAllReduce(out, rings[s], s, y, layout);
     out.push('</g>');
   }
   renderMessages(out, panel, top, layout);
   out.push(`<line class="iteration-end" x1="${px(plotRight)}" y1="${px(top - 4)}" x2="${px(plotRight)}" y2="${px(rowsBottom + 4)}" stroke="#1f2933" stroke-width="1.5" stroke-dasharray="4 3"/>`);
-  out.push(`<text x="${px(plotRight)}" y="${px(rowsBottom + 15)}" font-size="10" text-anchor="middle" fill="#1f2933">${formatMs(run.iterationMs)} ms</text>`);
+  out.push(`<text x="${px(plotRight)}" y="${px(rowsBottom + 15)}" font-size="10" text-anchor="middle" fill="#1f2933">${formatMs(endMs)} ms</text>`);
   out.push('</g>');
+}
+
+/** One stage's ring all-reduce: a bar from when its replicas are done to when its ring ends, labelled when wide enough. */
+function renderAllReduce(out: string[], ring: TimelineAllReduce, stage: number, y: number, layout: TimelineLayout): void {
+  const { left, scale, rowHeight } = layout;
+  if (!(ring.endMs > ring.startMs)) return;
+  const x0 = left + ring.startMs * scale;
+  const w = (ring.endMs - ring.startMs) * scale;
+  const fill = ring.slow ? SLOW_ALL_REDUCE_COLOR : ALL_REDUCE_COLOR;
+  const label = `all-reduce ${formatMs(ring.endMs - ring.startMs)} ms${ring.note ? ` (${ring.note})` : ''}`;
+  out.push(
+    `<rect class="all-reduce${ring.slow ? ' slow' : ''}" data-stage="${stage}" data-start-ms="${px(ring.startMs)}" data-end-ms="${px(ring.endMs)}" x="${px(x0)}" y="${px(y)}" width="${px(w)}" height="${rowHeight}" fill="${fill}" stroke="#ffffff" stroke-width="0.5"><title>${escapeXml(`stage ${stage} ${label}`)}</title></rect>`,
+  );
+  const fontSize = Math.min(10, rowHeight - 5);
+  if (rowHeight >= 11 && w >= 6 * label.length + 6) {
+    out.push(`<text class="all-reduce-label" x="${px(x0 + w / 2)}" y="${px(y + rowHeight / 2 + fontSize / 2 - 1)}" font-size="${fontSize}" text-anchor="middle" fill="${ring.slow ? '#ffffff' : '#1f2933'}">${escapeXml(label)}</text>`);
+  }
 }
 
 function renderMessages(out: string[], panel: TimelinePanel, top: number, layout: TimelineLayout): void {
@@ -210,12 +244,13 @@ function renderMessages(out: string[], panel: TimelinePanel, top: number, layout
   out.push('</g>');
 }
 
-function renderLegend(out: string[], left: number, y: number): void {
+function renderLegend(out: string[], left: number, y: number, allReduce: boolean): void {
   const items: Array<[string, string]> = [
     [OP_COLORS[0], 'F forward'],
     [OP_COLORS[1], 'B backward (inputs)'],
     [OP_COLORS[2], 'W backward (weights)'],
     ['url(#idle)', 'idle (bubble)'],
+    ...(allReduce ? ([[ALL_REDUCE_COLOR, 'ring all-reduce'], [SLOW_ALL_REDUCE_COLOR, 'ring with a slow link']] as Array<[string, string]>) : []),
   ];
   out.push(`<g class="legend" font-size="11" fill="#3e4c59">`);
   let x = left;
