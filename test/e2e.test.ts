@@ -104,8 +104,8 @@ describe('daemon + emulated job', () => {
     expect(group.mixedIterations()).toEqual([]);
     const h = group.history;
     const adaptedFrom = h.findIndex((x) => x.iteration >= 10 && x.versions[0] !== h[0].versions[0]);
-    // 30 ms is severe (detection.severeExtraMs 20): detected from the report of iteration 10 (severeEnterAfter 1), effective at the earliest 10 + 1 + minLeadIterations (3).
-    expect(adaptedFrom).toBeGreaterThanOrEqual(10 + 1 + 3);
+    // 30 ms is severe (detection.severeExtraMs 20): detected from the report of iteration 11 at the earliest (severeEnterAfter 2), effective at the earliest 11 + 1 + minLeadIterations (3).
+    expect(adaptedFrom).toBeGreaterThanOrEqual(11 + 1 + 3);
     expect(adaptedFrom).toBeLessThan(50);
     // Every rank learned each schedule it ran through the protocol, at its own boundary.
     expect(group.learned().map((s) => s.version)).toEqual(expect.arrayContaining([...new Set(h.map((x) => x.versions[0]))]));

@@ -36,7 +36,7 @@ export const DEFAULT_DETECTOR_CONFIG: DetectorConfig = {
   enterAfter: 3,
   leaveAfter: 5,
   severeExtraMs: 20,
-  severeEnterAfter: 1,
+  severeEnterAfter: 2,
   minExtraMs: 1,
   delegationThresholdMs: 5,
   dpSlowRatio: 1.2,

@@ -91,7 +91,7 @@ describe('JobDetector: severe samples', () => {
   const severe = (config: Partial<DetectorConfig> = {}) => job(4, 2, { severeExtraMs: DEFAULT_DETECTOR_CONFIG.severeExtraMs, ...config });
 
   it('a step at or above severeExtraMs is a straggler after severeEnterAfter samples, sized by those samples alone', () => {
-    const r = severe();
+    const r = severe({ severeEnterAfter: 1 });
     r.run(10);
     delayLink(r, 30);
     const results = r.iterate();

@@ -65,6 +65,13 @@ export class JobsController {
     };
   }
 
+  /** The job's newest control decisions (schemas/jobs-api.v1.schema.json, `decisions`): taken, declined and paused, with evidence, prediction and cost. */
+  @Get(':id/decisions')
+  decisions(@Param('id') id: string) {
+    const job = this.owned(checkId(id));
+    return { jobId: job.jobId, total: job.decisions.count, decisions: job.decisions.recent() };
+  }
+
   @Get(':id/schedule')
   async schedule(@Param('id') id: string): Promise<PublishedSchedule> {
     const { committed } = await this.store.readSchedules(checkId(id));

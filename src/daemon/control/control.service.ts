@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
-import { ControlOutcome } from '../../core/control/control-decision.type';
+import { ControlDecision, ControlOutcome } from '../../core/control/control-decision.type';
+import { judgeDecision, stragglingKeys } from '../../core/control/judge-decision';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -12,6 +13,7 @@ import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
+import { controlConfigOf, switchCostConfigOf } from '../config/control-config-of';
 import { inSpan } from '../tracing/tracer';
 
 /** The straggling pipeline links of a control input as a key ("dp:link,..."), null when none straggles. */
@@ -46,9 +48,7 @@ export class ControlService {
   ) {}
 
   private get controlConfig(): ControlConfig {
-    const { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } = this.config.remap;
-    const { gpuSendsInFlight, delegateCopyOverhead, refinePlanner: _refine, ...control } = this.config.control;
-    return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
+    return controlConfigOf(this.config);
   }
 
   evaluate(job: JobRuntime, now = this.clock.now()): Promise<void> {
@@ -98,6 +98,7 @@ export class ControlService {
     const started = this.clock.monotonicMs();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
+    job.stragglers.observe(job.progress.maxIteration, stragglingKeys(snapshot));
     if (job.switching.handshake || job.layout.pendingTopology || job.progress.maxIteration < job.layout.holdUntilIteration) {
       // One switch at a time: what changed meanwhile is decided once this one ends. After a
       // committed re-map, until the ranks run it the detector still describes the old layout.
@@ -136,13 +137,15 @@ export class ControlService {
     const refined = await this.refine(job, input, outcome.decision !== null);
     if (job.released) return; // let go while refining
     if (refined) outcome = refined;
-    const decision = outcome.decision;
+    const decision = outcome.decision && this.judged(job, outcome.decision, outcome.predictedCurrentMs, now);
     if (decision) {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
       // Timed from now, not from the step's start: planning may have taken a while.
       const at = Math.max(now, this.clock.now());
       if (!job.committed) await this.publisher.publishInitial(job, decision, at);
       else await this.publisher.prepare(job, decision, at);
+      const last = job.decisions.recent(1)[0];
+      if (last) last.scheduleVersion = job.handshake?.schedule.version ?? job.committed?.version ?? null;
     }
     // The healthy yardstick is a gauge, not part of the decision: priced after publishing.
     const healthyMs = await this.healthyMs(job, input, now).catch((error: Error) => (error instanceof PlanningError ? null : Promise.reject(error)));
@@ -203,6 +206,26 @@ export class ControlService {
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;
+  }
+
+  /**
+   * The cost gate (core judgeDecision): the decision is logged either way; returned only when it
+   * is worth its cost. Its record learns the version it is published as.
+   */
+  private judged(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, now: number): ControlDecision | null {
+    const lead = 1 + this.publisher.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
+    const { take, record } = judgeDecision(decision, predictedCurrentMs, switchCostConfigOf(this.config), {
+      at: now,
+      iteration: job.progress.maxIteration,
+      leadIterations: lead,
+      migrationMs: decision.topology ? this.config.remap.migrationMsPerNode : 0,
+      history: job.stragglers,
+      paused: false,
+      overrides: false,
+    });
+    job.decisions.record(record);
+    this.metrics.decisions.inc({ job: job.jobId, kind: decision.kind, verdict: record.verdict });
+    return take ? decision : null;
   }
 
   /** A failed NIC leaves only the delegated path: switch at once, whatever the re-plan interval or back-off. */

@@ -1,16 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Clock } from '../../core/clock/clock.type';
 import { sleep } from '../../core/clock/sleep';
-import { LinkObservation } from '../../core/detect/job-detector';
 import { parseRegistration, parseReportStreamMessage, RegisteredMarker } from '../../protocol/message-parser';
 import { ProtocolError } from '../../protocol/protocol-error';
-import { Ack, LinkSample, RankReport } from '../../protocol/protocol-v1.type';
+import { Ack, RankReport } from '../../protocol/protocol-v1.type';
 import { jobKeys, REGISTRATIONS_STREAM, REJECTED_REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
 import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
 import { JobRegistry } from '../jobs/job-registry.service';
-import { JobRuntime } from '../jobs/job-runtime';
+import { JobRuntime, toObservation } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore, StreamEntry } from '../store/job-store.repository';
@@ -24,9 +23,6 @@ function isStreamError(error: unknown): boolean {
   return /NOGROUP|WRONGTYPE|no such key/i.test(String((error as Error)?.message ?? ''));
 }
 
-function toObservation(l: LinkSample): LinkObservation {
-  return { peer: l.peer, kind: l.kind, bytes: l.bytes, medianMs: l.medianMs, maxMs: l.maxMs, delegated: l.delegated, error: l.error ?? null };
-}
 
 /**
  * Reads registrations and every owned job's reports with one consumer group: batched
@@ -395,25 +391,18 @@ export class IngestService {
     if (!job.progress.plausibleIteration(report.iteration, now, this.config.ingest.maxIterationJump)) {
       throw new ProtocolError(`report: iteration ${report.iteration} is implausible: the job is at iteration ${job.progress.maxIteration} (at most ${this.config.ingest.maxIterationJump} ahead, plus what elapsed time explains)`, 'report');
     }
-    const verdict = job.layout.acceptReport(report.scheduleVersion, report.iteration);
-    // The first report of a committed re-map switched the detector: decide afresh once it has learned.
-    if (verdict === 'switched') job.requestEvaluation();
-    if (verdict === 'stale-layout') {
-      // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
-      job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+    const { outcome, changed } = job.observeReport(report, now);
+    if (outcome === 'stale-layout') {
       this.metrics.ingestMessages.inc({ type: 'report', result: 'stale_layout' });
       return false;
     }
-    const result = job.detector.observe(report.rank, report.iteration, report.computeMs, report.links.map(toObservation));
-    if (result.duplicate) {
+    if (outcome === 'duplicate') {
       job.ingestCounts.count('duplicates');
       this.metrics.ingestMessages.inc({ type: 'report', result: 'duplicate' });
       return false;
     }
     job.ingestCounts.count('reports');
-    job.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
-    job.recordHistory(report);
     this.metrics.ingestMessages.inc({ type: 'report', result: 'accepted' });
-    return result.changed || (!job.committed && job.needsEvaluation);
+    return changed;
   }
 }

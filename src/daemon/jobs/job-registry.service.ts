@@ -168,7 +168,7 @@ export class JobRegistry {
       adoptedAt: this.clock.now(),
       knownVersion: previous?.versionFloor() ?? 0,
       knownEpoch: previous?.knownEpoch ?? 0,
-    });
+    }, { priorIterations: this.config.control.stragglerPriorIterations, priorWeight: this.config.control.stragglerPriorWeight });
     const keys = jobKeys(jobId);
     await this.store.keepJobKeys(jobId);
     await this.store.ensureGroup(keys.reports, this.config.ingest.consumerGroup);

@@ -3,13 +3,23 @@ import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { RankPosition } from '../../core/detect/detection.type';
 import { DetectionSnapshot, JobDetector } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
-import { PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
+import { LinkObservation } from '../../core/detect/detection.type';
+import { StragglerHistory } from '../../core/control/straggler-history';
+import { LinkSample, PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
 import { IngestCounters } from '../ingest/ingest-counters.model';
 import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
+import { DecisionLog } from './decision-log';
 import { JobHistory } from './job-history';
 import { JobSpecView } from './job-spec.view';
 import { LayoutTracker } from './layout-tracker.model';
 import { RankProgress } from './rank-progress.model';
+
+export function toObservation(l: LinkSample): LinkObservation {
+  return { peer: l.peer, kind: l.kind, bytes: l.bytes, medianMs: l.medianMs, maxMs: l.maxMs, delegated: l.delegated, error: l.error ?? null };
+}
+
+/** What taking one valid report into a job did (JobRuntime.observeReport). */
+export type ReportOutcome = 'accepted' | 'duplicate' | 'stale-layout';
 
 /** Where a runtime starts from besides the registration (JobRegistry.adopt). */
 export interface JobRuntimeOrigin {
@@ -41,6 +51,10 @@ export class JobRuntime {
   readonly ingestCounts = new IngestCounters();
   /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
   readonly history: JobHistory;
+  /** The newest control decisions, taken or not (GET /jobs/:id/decisions). */
+  readonly decisions = new DecisionLog();
+  /** How long this job's stragglers last (cost-aware switching). */
+  readonly stragglers: StragglerHistory;
   private inForce: PublishedSchedule | null = null;
   private evaluationWanted = true;
   private letGo = false;
@@ -51,7 +65,13 @@ export class JobRuntime {
   private reportedEpoch: number;
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(spec: Registration, readonly epoch: number, detection: DetectorConfig, origin: JobRuntimeOrigin = {}) {
+  constructor(
+    spec: Registration,
+    readonly epoch: number,
+    detection: DetectorConfig,
+    origin: JobRuntimeOrigin = {},
+    stragglerPrior: { priorIterations: number; priorWeight: number } = { priorIterations: 100, priorWeight: 0.25 },
+  ) {
     this.spec = new JobSpecView(spec);
     this.jobId = this.spec.jobId;
     this.registrationId = origin.registrationId ?? '';
@@ -60,6 +80,7 @@ export class JobRuntime {
     this.reportedEpoch = origin.knownEpoch ?? 0;
     this.history = new JobHistory(this.spec.stages, this.spec.dp);
     this.layout = new LayoutTracker(this.spec, detection);
+    this.stragglers = new StragglerHistory(stragglerPrior);
   }
 
   /** The detector of the layout in force. */
@@ -199,6 +220,27 @@ export class JobRuntime {
     const run = this.chain.then(task, task);
     this.chain = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Takes one valid, plausible report (ingest and `pipemorph replay` alike): the layout judges its
+   * version, the detector its samples, progress its iteration. `changed` when a straggler state
+   * flipped or a decision is due.
+   */
+  observeReport(report: RankReport, now: number): { outcome: ReportOutcome; changed: boolean } {
+    const verdict = this.layout.acceptReport(report.scheduleVersion, report.iteration);
+    // The first report of a committed re-map switched the detector: decide afresh once it has learned.
+    if (verdict === 'switched') this.requestEvaluation();
+    if (verdict === 'stale-layout') {
+      // Written before the ranks switched to a re-mapped layout: its links name old neighbours.
+      this.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+      return { outcome: 'stale-layout', changed: false };
+    }
+    const result = this.detector.observe(report.rank, report.iteration, report.computeMs, report.links.map(toObservation));
+    if (result.duplicate) return { outcome: 'duplicate', changed: false };
+    this.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
+    this.recordHistory(report);
+    return { outcome: 'accepted', changed: result.changed || (!this.committed && this.needsEvaluation) };
   }
 
   /**

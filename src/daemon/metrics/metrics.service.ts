@@ -91,6 +91,13 @@ export class MetricsService {
   readonly staleRanks = new Gauge({ name: 'pipemorph_stale_ranks', help: 'Reporting ranks silent longer than jobs.staleRankMs.', labelNames: ['job'] as const, registers: [this.registry] });
 
   // --- control and schedules ---
+  readonly decisions = new Counter({
+    name: 'pipemorph_decisions_total',
+    help: 'Control decisions judged by the cost gate, by kind and verdict (taken, declined: not worth its cost, paused)',
+    labelNames: ['job', 'kind', 'verdict'] as const,
+    registers: [this.registry],
+  });
+
   readonly replans = new Counter({
     name: 'pipemorph_replans_total',
     help: 'Control decisions to publish a schedule, by kind (initial, straggler, recovery, nic-failure).',

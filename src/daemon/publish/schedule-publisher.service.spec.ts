@@ -100,7 +100,8 @@ describe('SchedulePublisher', () => {
   });
 
   it('the next switch waits for no allocation: the version in hand since the last publish is used', async () => {
-    const h = serviceHarness();
+    // About version allocation, not cost: every planned switch is taken.
+    const h = serviceHarness({ config: (c) => (c.control.costAware = false) });
     const { job, iteration } = await preparedJob(h, spec);
     const version = job.switching.handshake!.schedule.version;
     for (let rank = 0; rank < 4; rank++) await h.publisher.onAck(job, ack(version, job.epoch, rank), h.clock.now());

@@ -149,7 +149,7 @@ export class SchedulePublisher {
    * Enough iterations for every rank to hear of the prepare, from the measured iteration time;
    * doubled after each consecutive abort, so a rank that hears late (refused: "late") gets there.
    */
-  private leadIterations(job: JobRuntime): number {
+  leadIterations(job: JobRuntime): number {
     const { minLeadIterations, leadMs } = this.config.handshake;
     const iterationMs = job.progress.iterationMs;
     const base = iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / iterationMs)) : minLeadIterations;

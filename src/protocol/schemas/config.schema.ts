@@ -274,7 +274,12 @@ export const configSchema = {
         "inlinePlanMaxCells",
         "planTimeoutMs",
         "optimalMaxCells",
-        "optimalTimeLimitMs"
+        "optimalTimeLimitMs",
+        "costAware",
+        "switchCostMs",
+        "predictionUncertainty",
+        "stragglerPriorIterations",
+        "stragglerPriorWeight"
       ],
       "properties": {
         "planner": {
@@ -306,6 +311,34 @@ export const configSchema = {
           "type": "number",
           "minimum": 0,
           "maximum": 1
+        },
+        "costAware": {
+          "type": "boolean",
+          "description": "Take a switch or re-map only when its predicted gain, over the straggler's expected remaining duration (learned from the job's own history) after the switch's lead, beats its cost (switchCostMs, twice; plus the re-map handoff). false: every plan gaining minGain is taken."
+        },
+        "switchCostMs": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 3600000,
+          "description": "What one schedule switch costs the job in iteration time, ms (handshake, op lists rebuilt, CPU delegates started or stopped); a switch for a straggler is paid again on the way back."
+        },
+        "predictionUncertainty": {
+          "type": "number",
+          "minimum": 0,
+          "exclusiveMaximum": 1,
+          "description": "Fraction of a predicted gain not counted on when weighing it against a switch's cost."
+        },
+        "stragglerPriorIterations": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 100000000,
+          "description": "Expected length of a straggler with no history in the job, iterations."
+        },
+        "stragglerPriorWeight": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 1000,
+          "description": "Weight of stragglerPriorIterations against one observed straggler episode (0.25: a quarter of one)."
         },
         "maxDelegateQueues": {
           "type": "integer",

@@ -1,0 +1,54 @@
+import { DetectionSnapshot } from '../detect/detection.type';
+import { ControlDecision } from './control-decision.type';
+import { DecisionRecord } from './decision-record.type';
+import { StragglerHistory } from './straggler-history';
+import { computeKey, dataParallelKey, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
+
+/** The straggler keys of a detection snapshot (StragglerHistory's names). */
+export function stragglingKeys(snapshot: DetectionSnapshot): string[] {
+  const keys: string[] = [];
+  for (const l of snapshot.pipelineLinks) if (l.straggler) keys.push(pipelineKey(l.dp, l.link));
+  for (const l of snapshot.dataParallelLinks) if (l.straggler) keys.push(dataParallelKey(l.fromRank, l.toRank));
+  for (const c of snapshot.compute) if (c.straggler) keys.push(computeKey(c.rank));
+  return keys;
+}
+
+export interface JudgeContext {
+  at: number;
+  iteration: number;
+  /** Iterations until a switch decided now takes effect. */
+  leadIterations: number;
+  /** Predicted handoff of a re-map (moved ranks load their new stage in parallel), ms. */
+  migrationMs: number;
+  history: StragglerHistory;
+  /** Switching paused for the job (per-job override): decided and logged, never taken. */
+  paused: boolean;
+  overrides: boolean;
+}
+
+/**
+ * The last word on a planned decision (pure; the daemon's control step and `pipemorph replay`
+ * both end here): the cost gate, then the record the decision log keeps. A decision that is not
+ * taken leaves what runs in force; the loop decides again as the straggler ages.
+ */
+export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; record: DecisionRecord } {
+  const verdict = gateSwitch(decision, config, { iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history });
+  const paused = ctx.paused && decision.kind !== 'initial';
+  const take = verdict.take && !paused;
+  const record: DecisionRecord = {
+    at: ctx.at,
+    iteration: ctx.iteration,
+    kind: decision.kind,
+    verdict: paused ? 'paused' : take ? 'taken' : 'declined',
+    reason: paused ? `switching paused for the job (would have been: ${verdict.reason})` : verdict.reason,
+    evidence: {
+      links: decision.links.map(({ dp, link, extraMs, nicFailure }) => ({ dp, link, extraMs, nicFailure })),
+      dataParallelLinks: (decision.dataParallelLinks ?? []).map(({ fromRank, toRank, extraMs }) => ({ fromRank, toRank, extraMs })),
+    },
+    prediction: { currentMs: predictedCurrentMs ?? decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
+    cost: verdict.cost,
+    scheduleVersion: null,
+    overrides: ctx.overrides,
+  };
+  return { take, record };
+}

@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import { StragglerHistory } from './straggler-history';
+
+const history = () => new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
+
+/** Replays on/off spells of one key: `on` iterations straggling, then `off` healthy, `times` times. */
+function flap(h: StragglerHistory, key: string, on: number, off: number, times: number, from = 0): number {
+  let t = from;
+  for (let k = 0; k < times; k++) {
+    for (let i = 0; i < on; i++) h.observe(t++, [key]);
+    for (let i = 0; i < off; i++) h.observe(t++, []);
+  }
+  return t;
+}
+
+describe('StragglerHistory', () => {
+  it('a straggler with no history is expected to last the prior, and at least as long as it has lasted (Lindy)', () => {
+    const h = history();
+    h.observe(0, ['p:0:1']);
+    expect(h.expectedRemaining('p:0:1', 0)).toBe(100);
+    h.observe(500, ['p:0:1']);
+    expect(h.expectedRemaining('p:0:1', 500)).toBe(500);
+  });
+
+  it('a flapping link is expected to end within a few iterations: its own short episodes outweigh the prior', () => {
+    const h = history();
+    const t = flap(h, 'p:0:2', 3, 7, 10);
+    h.observe(t, ['p:0:2']);
+    h.observe(t + 1, ['p:0:2']);
+    expect(h.expectedRemaining('p:0:2', t + 1)).toBeLessThan(15);
+  });
+
+  it('a straggler that outlives every episode of its history falls back to the prior: a flapping past does not hide a lasting fault', () => {
+    const h = history();
+    const t = flap(h, 'p:0:2', 3, 7, 10);
+    for (let i = 0; i <= 20; i++) h.observe(t + i, ['p:0:2']);
+    expect(h.expectedRemaining('p:0:2', t + 20)).toBe(100);
+  });
+
+  it("other links' episodes inform a new link at half weight", () => {
+    const h = history();
+    let t = 0;
+    for (let k = 0; k < 20; k++) t = flap(h, `p:0:${k % 5}`, 2, 5, 1, t);
+    h.observe(t, ['p:1:0']);
+    h.observe(t + 1, ['p:1:0']);
+    expect(h.expectedRemaining('p:1:0', t + 1)).toBeLessThan(10);
+  });
+
+  it('healthy spells: a link that comes back quickly is not expected to stay healthy long; one never seen straggling is healthy for good', () => {
+    const h = history();
+    const t = flap(h, 'p:0:2', 20, 4, 8) - 3; // one iteration into the last healthy spell
+    expect(h.expectedHealthy('p:0:2', t)).toBeLessThan(10);
+    expect(h.expectedHealthy('p:9:9', t)).toBe(Infinity);
+    expect(h.expectedHealthyNow(t)).toBeLessThan(10);
+    // Healthy longer than any gap before: the prior again.
+    expect(h.expectedHealthy('p:0:2', t + 10)).toBeGreaterThanOrEqual(100);
+  });
+
+  it('the estimate is positive and finite for any history (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 50 })), { maxLength: 40 }), fc.integer({ min: 0, max: 200 }), (spells, age) => {
+        const h = history();
+        let t = 0;
+        for (const [on, off] of spells) t = flap(h, 'k', on, off, 1, t);
+        for (let i = 0; i <= age; i++) h.observe(t + i, ['k']);
+        const e = h.expectedRemaining('k', t + age);
+        return e > 0 && Number.isFinite(e) && e >= Math.min(100, age) * 0 && e <= Math.max(100, age) + 50;
+      }),
+    );
+  });
+});

@@ -1,0 +1,132 @@
+import { ScenarioRun, targetKeys } from './run-scenario';
+
+const DAY_MS = 86_400_000;
+
+/** Detection and decision quality of one class of scenarios (bench/results/detection.json). */
+export interface ClassScore {
+  class: string;
+  scenarios: number;
+  labels: number;
+  worthActing: number;
+  /** Flagged straggler episodes that match a labeled straggler, over all flagged episodes (null: none flagged). */
+  precision: number | null;
+  /** Worth-acting labels detected, over worth-acting labels (null: none). */
+  recall: number | null;
+  /** Iterations from a worth-acting straggler's first iteration to its detection, 1 = on its first report. */
+  detectMedian: number | null;
+  detectP95: number | null;
+  /** Same, by size: delays >= 20 ms, and 5-20 ms. */
+  detectMedianAtLeast20ms: number | null;
+  detectMedianAtLeast5ms: number | null;
+  switches: number;
+  falseSwitches: number;
+  falseRemaps: number;
+  jobDays: number;
+  falseSwitchesPerJobDay: number;
+  falseRemapsPerJobDay: number;
+  /** Pipeline time of the daemon over the label oracle's, minus 1. */
+  lossVsOracle: number;
+  declined: number;
+}
+
+function quantile(xs: number[], q: number): number | null {
+  if (xs.length === 0) return null;
+  const s = xs.slice().sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+/** Iterations after a straggler's end in which a detection or a switch is still its own (leave hysteresis, lead, the re-plan interval). */
+export const GRACE_ITERATIONS = 30;
+/** Switches one straggler may bring (the reaction, its refinement, one update as it changes) before more count as chasing it. */
+const SWITCHES_PER_LABEL = 3;
+
+export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number): ClassScore {
+  let episodes = 0;
+  let trueEpisodes = 0;
+  let labels = 0;
+  let worth = 0;
+  let detected = 0;
+  const delays: number[] = [];
+  const big: number[] = [];
+  const mid: number[] = [];
+  let switches = 0;
+  let falseSwitches = 0;
+  let falseRemaps = 0;
+  let wallMs = 0;
+  let daemonMs = 0;
+  let oracleMs = 0;
+  let declined = 0;
+  for (const run of runs) {
+    const S = run.scenario.shape.stages;
+    const grace = leaveAfter + GRACE_ITERATIONS;
+    wallMs += run.wallMs;
+    daemonMs += run.daemonMs;
+    oracleMs += run.oracleMs;
+    declined += run.records.filter((r) => r.verdict === 'declined').length;
+    const matchers = run.labels.map((l) => targetKeys(l.target, S));
+    for (const e of run.episodes) {
+      episodes++;
+      if (run.labels.some((l, i) => matchers[i](e.key) && e.end >= l.start && e.start <= l.end + grace)) trueEpisodes++;
+    }
+    run.labels.forEach((l, i) => {
+      labels++;
+      if (!l.worthActing) return;
+      worth++;
+      const hit = run.episodes.filter((e) => matchers[i](e.key) && e.end >= l.start && e.start <= l.end + grace).sort((a, b) => a.start - b.start)[0];
+      if (!hit) return;
+      detected++;
+      const ttd = Math.max(1, hit.start - l.start + 1);
+      delays.push(ttd);
+      if (l.shape === 'constant' || l.shape === 'nic-failure') (l.magnitude >= 20 || l.shape === 'nic-failure' ? big : l.magnitude >= 5 ? mid : []).push(ttd);
+    });
+    const perLabel = new Map<number, number>();
+    const unlimited = run.scenario.class.startsWith('dynamic') || run.scenario.class === 'superpod';
+    for (const s of run.switches) {
+      if (s.kind === 'initial') continue;
+      switches++;
+      const t = s.iteration;
+      const active = run.labels.map((l, i) => ({ l, i })).filter(({ l }) => l.worthActing && t >= l.start && t <= l.end + grace);
+      if (s.kind === 'recovery') {
+        // A recovery is right after a straggler ended (or between the on-spells of one that comes back).
+        const ended = run.labels.some((l) => t >= l.start && t <= l.end + grace);
+        if (!ended) falseSwitches++;
+        continue;
+      }
+      if (active.length === 0) {
+        falseSwitches++;
+        if (s.kind === 'remap') falseRemaps++;
+        continue;
+      }
+      if (unlimited) continue;
+      const periodic = active.some(({ l }) => l.shape === 'periodic');
+      const i = active[0].i;
+      const count = (perLabel.get(i) ?? 0) + 1;
+      perLabel.set(i, count);
+      const l = active[0].l;
+      const spells = periodic ? Math.max(1, Math.round((l.end - l.start + 1) / 250)) : 1;
+      if (count > SWITCHES_PER_LABEL * spells) falseSwitches++;
+    }
+  }
+  const jobDays = wallMs / DAY_MS;
+  const bySize = (xs: number[]) => quantile(xs, 0.5);
+  return {
+    class: cls,
+    scenarios: runs.length,
+    labels,
+    worthActing: worth,
+    precision: episodes > 0 ? trueEpisodes / episodes : null,
+    recall: worth > 0 ? detected / worth : null,
+    detectMedian: quantile(delays, 0.5),
+    detectP95: quantile(delays, 0.95),
+    detectMedianAtLeast20ms: bySize(big),
+    detectMedianAtLeast5ms: bySize(mid),
+    switches,
+    falseSwitches,
+    falseRemaps,
+    jobDays,
+    falseSwitchesPerJobDay: jobDays > 0 ? falseSwitches / jobDays : 0,
+    falseRemapsPerJobDay: jobDays > 0 ? falseRemaps / jobDays : 0,
+    lossVsOracle: oracleMs > 0 ? daemonMs / oracleMs - 1 : 0,
+    declined,
+  };
+}
