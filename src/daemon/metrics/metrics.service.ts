@@ -5,6 +5,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { DecisionKind } from '../../core/control/control-decision.type';
 import { FencedResult } from '../store/job-store.repository';
 
+/** Verdicts of the cost gate (core judgeDecision), for pipemorph_decisions_total. */
+const DECISION_VERDICTS = ['taken', 'declined', 'paused'] as const;
+
 /** Every value a label can take (bounded cardinality), also what forgetJob removes. Typed so a new kind or result must be listed here. */
 export const REPLAN_KINDS = Object.keys({ initial: 1, straggler: 1, recovery: 1, 'nic-failure': 1, remap: 1 } satisfies Record<DecisionKind, 1>) as DecisionKind[];
 export const PUBLISH_OUTCOMES = ['prepared', 'committed', 'aborted', ...Object.keys({ fenced: 1, busy: 1, stale: 1 } satisfies Record<Exclude<FencedResult, 'ok'>, 1>)] as const;
@@ -230,6 +233,7 @@ export class MetricsService {
     for (const kind of STRAGGLER_KINDS) this.stragglers.remove({ job: jobId, kind });
     for (const schedule of PREDICTION_SCHEDULES) this.predictedIteration.remove({ job: jobId, schedule });
     for (const kind of REPLAN_KINDS) this.replans.remove({ job: jobId, kind });
+    for (const kind of REPLAN_KINDS) for (const verdict of DECISION_VERDICTS) this.decisions.remove({ job: jobId, kind, verdict });
     for (const outcome of PUBLISH_OUTCOMES) this.publishes.remove({ job: jobId, outcome });
     for (const reason of ABORT_REASONS) this.handshakeAborts.remove({ job: jobId, reason });
   }
