@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     const taken = run.switches.filter((s) => s.kind !== 'initial');
     process.stderr.write(
       `${sc.name}: ${sc.iterations} it, ${run.episodes.length} flagged, switches ${taken.map((s) => `${s.kind}@${s.iteration}`).join(' ') || 'none'}, ` +
-        `declined ${run.records.filter((r) => r.verdict === 'declined').length}, vs oracle ${((run.daemonMs / run.oracleMs - 1) * 100).toFixed(2)}% (${Date.now() - t0} ms)\n`,
+        `declined ${run.declined}, vs oracle ${((run.daemonMs / run.oracleMs - 1) * 100).toFixed(2)}% (${Date.now() - t0} ms)\n`,
     );
   }
   const classes = [...new Set(runs.map((r) => r.scenario.class))];
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     scenarios: runs.map((r) => ({
       name: r.scenario.name, class: r.scenario.class, iterations: r.scenario.iterations, stages: r.scenario.shape.stages, dp: r.scenario.shape.dp,
       labels: r.labels.map((l) => ({ target: l.target, shape: l.shape, start: l.start, end: l.end, magnitude: +l.magnitude.toFixed(2), staticMs: +l.staticMs.toFixed(1), adaptedMs: +l.adaptedMs.toFixed(1), gainMs: Math.round(l.gainMs), costMs: l.costMs, worthActing: l.worthActing })),
-      switches: r.switches, flagged: r.episodes.length, declined: r.records.filter((x) => x.verdict === 'declined').length,
+      switches: r.switches, flagged: r.episodes.length, declined: r.declined,
       daemonMs: Math.round(r.daemonMs), oracleMs: Math.round(r.oracleMs), oracleSwitches: r.oracleSwitches,
     })),
     elapsedMs: Date.now() - started,

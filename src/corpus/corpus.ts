@@ -41,7 +41,11 @@ function baseNoise(): NoiseSpec[] {
   ];
 }
 
-/** Congestion bursts as labeled stragglers: mostly too short to be worth a switch. */
+/**
+ * Congestion bursts, as labeled stragglers rather than noise (they are real, just mostly too short
+ * to be worth a switch): per iteration a burst starts on a random pipeline link with probability
+ * `perIteration`, lasting 1-3 iterations at 5-40 ms.
+ */
 function bursts(shape: CorpusShape, iterations: number, seed: number, perIteration: number): StragglerSpec[] {
   const random = seededRandom(seed ^ 0x9e3779b9);
   const out: StragglerSpec[] = [];

@@ -1,8 +1,7 @@
 /**
  * The labeled telemetry corpus (docs/detection.md): seeded scenarios of rank telemetry with noise
  * and labeled stragglers. A scenario is a recipe, not a recording: the same seed gives the same
- * reports byte for byte, so the corpus lives in the repository as code and a manifest
- * (bench/corpus/manifest.json, `pipemorph corpus` writes any scenario out as JSONL).
+ * reports byte for byte, so the corpus lives in the repository as code (src/corpus/corpus.ts).
  */
 
 /** Where a straggler sits. Pipeline links name the registration's layout; ranks are physical. */
@@ -40,7 +39,6 @@ export type NoiseSpec =
   | { type: 'gc-pause'; probability: number; minMs: number; maxMs: number }
   | { type: 'dataloader-stall'; rank: number; probability: number; minMs: number; maxMs: number }
   | { type: 'checkpoint'; every: number; durationMs: number; linkFactor: number }
-  | { type: 'burst'; perIteration: number; minMs: number; maxMs: number; minIterations: number; maxIterations: number }
   | { type: 'rank-restart'; rank: number; at: number; downIterations: number; warmupIterations: number; warmupFactor: number }
   | { type: 'clock-step'; rank: number; at: number; stepMs: number };
 

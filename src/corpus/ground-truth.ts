@@ -62,16 +62,15 @@ export class ShapeValue {
 
 /** The ground truth of a scenario, iteration by iteration; pipeline targets are pinned to the registration layout's node pairs. */
 export class GroundTruth {
-  private readonly values: ShapeValue[];
+  readonly specs: StragglerSpec[];
   readonly nodes: number;
+  private readonly values: ShapeValue[];
 
   constructor(private readonly scenario: CorpusScenario, extra: StragglerSpec[] = []) {
     this.nodes = scenario.shape.stages * scenario.shape.dp;
     this.specs = [...scenario.stragglers, ...extra];
     this.values = this.specs.map((s) => new ShapeValue(s));
   }
-
-  readonly specs: StragglerSpec[];
 
   at(iteration: number): TruthState {
     const S = this.scenario.shape.stages;

@@ -15,8 +15,6 @@ export const NOISE_MODELS: Record<NoiseSpec['type'], string> = {
   'dataloader-stall': 'rank `rank` stalls before its first F with `probability`, for log-uniform [minMs, maxMs]: the iteration waits; transfers do not slow',
   checkpoint:
     'every `every` iterations the job saves a checkpoint or evaluates: the iteration takes durationMs more, and that iteration every link median is x linkFactor (checkpoint traffic shares the NIC)',
-  burst:
-    'congestion bursts: per iteration a burst starts on a random pipeline link with `perIteration` probability, lasting [minIterations, maxIterations] at [minMs, maxMs]; labeled stragglers, mostly below the cost of acting',
   'rank-restart':
     'rank `rank` restarts at iteration `at`: no reports for downIterations, then warmupIterations with compute and link times x warmupFactor (communicators rebuilt, caches cold)',
   'clock-step': 'the wall clock of rank `rank` steps by stepMs at iteration `at` (NTP): that iteration its iterationMs and every link max move by the step; medians, over many messages, do not',
@@ -60,10 +58,6 @@ export class NoiseSource {
     return r * Math.cos(2 * Math.PI * v);
   }
 
-  uniform(): number {
-    return this.random();
-  }
-
   private logUniform(min: number, max: number): number {
     return min * Math.pow(max / min, this.random());
   }
@@ -97,7 +91,7 @@ export class NoiseSource {
           if (t === s.at) n.clockStepMs.set(s.rank, s.stepMs);
           break;
         default:
-          break; // per-sample models (jitter) and bursts (labeled stragglers) act elsewhere
+          break; // per-sample models (jitter) act in linkSample and computeFactor
       }
     }
     return n;

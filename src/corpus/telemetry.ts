@@ -3,7 +3,7 @@ import { DelegationPlan, JobControlInput, PipelineGroupPlan } from '../core/cont
 import { linkTransportOf, transportKey } from '../core/control/link-transport';
 import { simulateSchedule } from '../core/engine/simulator';
 import { PipelineModel } from '../core/pipeline/pipeline-model.type';
-import { iterationWithAllReduceMs } from '../core/topology/all-reduce';
+import { chunkMs, iterationWithAllReduceMs } from '../core/topology/all-reduce';
 import { stageFinishTimes } from '../core/topology/stage-finish';
 import { AllReduceModel } from '../core/topology/topology.type';
 import { RankReport, Registration } from '../protocol/protocol-v1.type';
@@ -17,6 +17,7 @@ const MESSAGE_BYTES = 1 << 24;
 const CHUNK_BYTES = 1 << 22;
 const RING_GBPS = 50;
 const RING_LATENCY_MS = 0.01;
+const RING_INFLIGHT = 8;
 
 /** Where ranks sit: reporting rank at slot (dp, pp) = rankAt[dp * stages + pp]; per stage, its ring order of dp indices. */
 export interface Layout {
@@ -37,7 +38,7 @@ export function initialLayout(s: CorpusScenario): Layout {
 }
 
 export function allReduceOf(s: CorpusScenario): AllReduceModel | null {
-  return s.shape.dp > 1 ? { gradientBytes: s.shape.gradientBytes, latencyMs: RING_LATENCY_MS, gbps: RING_GBPS, chunkBytes: CHUNK_BYTES, inflight: 8 } : null;
+  return s.shape.dp > 1 ? { gradientBytes: s.shape.gradientBytes, latencyMs: RING_LATENCY_MS, gbps: RING_GBPS, chunkBytes: CHUNK_BYTES, inflight: RING_INFLIGHT } : null;
 }
 
 /** The registration a scenario's ranks would send (one node per rank, tp 1). */
@@ -58,7 +59,7 @@ export function registrationOf(s: CorpusScenario, jobId: string): Registration {
     })),
     memory: { deviceBytes: new Array(stages).fill(deviceActivations * activationBytes), activationBytes: new Array(stages).fill(activationBytes), hostBytes: 1e12 },
     computeMs: { fMs, bMs, wMs },
-    ...(dp > 1 ? { dataParallel: { gradientBytes, chunkBytes: CHUNK_BYTES, gbps: RING_GBPS, latencyMs: RING_LATENCY_MS, inflightChunks: 8 } } : {}),
+    ...(dp > 1 ? { dataParallel: { gradientBytes, chunkBytes: CHUNK_BYTES, gbps: RING_GBPS, latencyMs: RING_LATENCY_MS, inflightChunks: RING_INFLIGHT } } : {}),
   } as Registration;
 }
 
@@ -97,9 +98,9 @@ export class JobTelemetry {
     return truth.failedPairs.has(pairKey(a, b, this.nodes));
   }
 
-  /** Healthy time of one ring chunk, ms. */
+  /** Healthy time of one ring chunk, ms (core chunkMs with no extra delay). */
   ringChunkMs(): number {
-    return this.allReduce ? Math.max(CHUNK_BYTES / (RING_GBPS * 1e6), RING_LATENCY_MS / 8) : 0;
+    return this.allReduce ? chunkMs(this.allReduce, 0) : 0;
   }
 
   /** The iteration time of `plan` on `layout` under `truth`, ms (no noise; cached). */

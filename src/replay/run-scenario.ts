@@ -11,6 +11,9 @@ import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { ReplayJob, ReplaySwitch } from './replay-job';
 
+/** Where a replayed job's clock starts (2026-01-01T00:00:00Z). */
+const REPLAY_EPOCH_MS = Date.UTC(2026, 0, 1);
+
 /** A flagged straggler of the detector: key (StragglerHistory's names) over [start, end]. */
 export interface DetectedEpisode {
   key: string;
@@ -29,7 +32,9 @@ export interface ScenarioRun {
   labels: StragglerLabel[];
   episodes: DetectedEpisode[];
   switches: SwitchEvent[];
+  /** The newest decisions judged (the job's decision log) and how many were declined in all. */
   records: DecisionRecord[];
+  declined: number;
   /** Pipeline time of the job (iterations, switches, migrations), ms; noise left out (the same for every policy). */
   daemonMs: number;
   oracleMs: number;
@@ -40,12 +45,11 @@ export interface ScenarioRun {
 }
 
 /** The replayed-time signature of the pairs/ranks a target touches (for matching detections). */
-export function targetKeys(target: StragglerTarget, stages: number): (key: string) => boolean {
+export function targetKeys(target: StragglerTarget): (key: string) => boolean {
   if (target.kind === 'pipeline') return (k) => k === `p:${target.dp}:${target.link}`;
   if (target.kind === 'compute') return (k) => k === `c:${target.rank}`;
   // After a re-map the slow pair may sit on a pipeline link: any pipeline link counts for it.
   const { a, b } = target;
-  void stages;
   return (k) => k === `d:${a}>${b}` || k === `d:${b}>${a}` || k.startsWith('p:');
 }
 
@@ -57,12 +61,10 @@ function spanOf(spec: StragglerSpec): { magnitude: number; duty: number } {
   if (s.type === 'slowdown') return { magnitude: s.factor, duty: 1 };
   let sum = 0;
   let on = 0;
-  let peak = 0;
   for (let k = 0; k < n; k++) {
     const x = v.at(k);
     sum += x;
     if (x > 0) on++;
-    if (x > peak) peak = x;
   }
   return { magnitude: on > 0 ? sum / on : 0, duty: on / n };
 }
@@ -163,8 +165,6 @@ export function labelScenario(sc: CorpusScenario, telemetry: JobTelemetry, confi
     };
     const only = new GroundTruth({ ...sc, stragglers: [] }, [probe]).at(0);
     const healthy = new GroundTruth({ ...sc, stragglers: [] }).at(0);
-    const S = sc.shape.stages;
-    const n = S * sc.shape.dp;
     const worth = new Set<number>([...only.pairExtraMs.keys(), ...only.failedPairs]);
     const base = oracleInput(sc, layout, healthy, new Set(), null, false);
     const initial = planOf(0, { pipelines: initialPipelines(base), delegation: [] });
@@ -177,7 +177,6 @@ export function labelScenario(sc: CorpusScenario, telemetry: JobTelemetry, confi
     const duration = spec.end - spec.start + 1;
     const costMs = (d?.topology ? config.control.switchCostMs + config.remap.migrationMsPerNode : 2 * config.control.switchCostMs);
     const gainMs = Math.max(0, staticMs - adaptedMs) * duty * Math.max(0, duration - lead);
-    void n;
     return {
       target: spec.target, shape: spec.shape.type, start: spec.start, end: spec.end, magnitude: Number.isFinite(magnitude) ? magnitude : 0,
       staticMs, adaptedMs, gainMs, costMs, worthActing: spec.shape.type === 'nic-failure' || gainMs > costMs,
@@ -194,7 +193,7 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
   const ranks = Array.from({ length: sc.shape.stages * sc.shape.dp }, (_, r) => r);
   const replay = new ReplayJob(registrationOf(sc, jobId), config, solver);
   let layout = initialLayout(sc);
-  const first = replay.endIteration(0);
+  const first = replay.endIteration(REPLAY_EPOCH_MS);
   if (!first) throw new Error(`${sc.name}: no initial plan`);
   let plan = planOf(first.version, first.decision);
   const healthyMs = telemetry.iterationMs(plan, layout, truth.at(0));
@@ -205,6 +204,8 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
   const episodes: DetectedEpisode[] = [];
   let daemonMs = 0;
   let wallMs = 0;
+  // The replayed clock reads like the daemon's (ms since the epoch): intervals count from a time long past.
+  const at = (ms: number) => REPLAY_EPOCH_MS + ms;
   for (let t = 0; t < sc.iterations; t++) {
     while (pending.length > 0 && pending[0].effectiveIteration <= t) {
       const s = pending.shift()!;
@@ -220,8 +221,8 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
     const n = noise.iteration(t);
     daemonMs += itMs;
     wallMs += itMs + n.iterationExtraMs;
-    for (const r of telemetry.reports(t, plan, layout, state, itMs, noise, n)) replay.observe(r, wallMs);
-    const s = replay.endIteration(wallMs);
+    for (const r of telemetry.reports(t, plan, layout, state, itMs, noise, n)) replay.observe(r, at(wallMs));
+    const s = replay.endIteration(at(wallMs));
     if (s) {
       pending.push(s);
       switches.push({ iteration: t, effectiveIteration: s.effectiveIteration, kind: s.decision.kind });
@@ -243,5 +244,5 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
   }
   for (const [k, start] of open) episodes.push({ key: k, start, end: sc.iterations - 1 });
   const oracle = runOracle(sc, telemetry, truth, labels, config, solver);
-  return { scenario: sc, labels, episodes, switches, records: replay.records, daemonMs, oracleMs: oracle.ms, oracleSwitches: oracle.switches, wallMs, steps: replay.steps };
+  return { scenario: sc, labels, episodes, switches, records: replay.records, declined: replay.job.decisions.countOf('declined'), daemonMs, oracleMs: oracle.ms, oracleSwitches: oracle.switches, wallMs, steps: replay.steps };
 }

@@ -57,13 +57,12 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
   let oracleMs = 0;
   let declined = 0;
   for (const run of runs) {
-    const S = run.scenario.shape.stages;
     const grace = leaveAfter + GRACE_ITERATIONS;
     wallMs += run.wallMs;
     daemonMs += run.daemonMs;
     oracleMs += run.oracleMs;
-    declined += run.records.filter((r) => r.verdict === 'declined').length;
-    const matchers = run.labels.map((l) => targetKeys(l.target, S));
+    declined += run.declined;
+    const matchers = run.labels.map((l) => targetKeys(l.target));
     for (const e of run.episodes) {
       episodes++;
       if (run.labels.some((l, i) => matchers[i](e.key) && e.end >= l.start && e.start <= l.end + grace)) trueEpisodes++;
@@ -77,7 +76,8 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
       detected++;
       const ttd = Math.max(1, hit.start - l.start + 1);
       delays.push(ttd);
-      if (l.shape === 'constant' || l.shape === 'nic-failure') (l.magnitude >= 20 || l.shape === 'nic-failure' ? big : l.magnitude >= 5 ? mid : []).push(ttd);
+      if (l.shape === 'nic-failure' || (l.shape === 'constant' && l.magnitude >= 20)) big.push(ttd);
+      else if (l.shape === 'constant' && l.magnitude >= 5) mid.push(ttd);
     });
     const perLabel = new Map<number, number>();
     const unlimited = run.scenario.class.startsWith('dynamic') || run.scenario.class === 'superpod';
@@ -108,7 +108,6 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
     }
   }
   const jobDays = wallMs / DAY_MS;
-  const bySize = (xs: number[]) => quantile(xs, 0.5);
   return {
     class: cls,
     scenarios: runs.length,
@@ -118,8 +117,8 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
     recall: worth > 0 ? detected / worth : null,
     detectMedian: quantile(delays, 0.5),
     detectP95: quantile(delays, 0.95),
-    detectMedianAtLeast20ms: bySize(big),
-    detectMedianAtLeast5ms: bySize(mid),
+    detectMedianAtLeast20ms: quantile(big, 0.5),
+    detectMedianAtLeast5ms: quantile(mid, 0.5),
     switches,
     falseSwitches,
     falseRemaps,

@@ -1,5 +1,6 @@
 import { DetectionSnapshot } from '../detect/detection.type';
 import { ControlDecision } from './control-decision.type';
+import { JobControlInput } from './control-input.type';
 import { DecisionRecord } from './decision-record.type';
 import { StragglerHistory } from './straggler-history';
 import { computeKey, dataParallelKey, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
@@ -11,6 +12,12 @@ export function stragglingKeys(snapshot: DetectionSnapshot): string[] {
   for (const l of snapshot.dataParallelLinks) if (l.straggler) keys.push(dataParallelKey(l.fromRank, l.toRank));
   for (const c of snapshot.compute) if (c.straggler) keys.push(computeKey(c.rank));
   return keys;
+}
+
+/** The straggling pipeline links of a control input as a key ("dp:link,..."), null when none straggles: what a refinement is made for. */
+export function stragglingLinks(input: JobControlInput): string | null {
+  const links = input.links.filter((l) => l.straggler).map((l) => `${l.dp}:${l.link}`);
+  return links.length > 0 ? links.sort().join(',') : null;
 }
 
 export interface JudgeContext {

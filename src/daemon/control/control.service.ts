@@ -2,9 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
-import { ControlDecision, ControlOutcome } from '../../core/control/control-decision.type';
-import { judgeDecision, stragglingKeys } from '../../core/control/judge-decision';
-import { detectorTolerances } from '../../core/control/detector-tolerances';
+import { ControlOutcome } from '../../core/control/control-decision.type';
+import { stragglingLinks } from '../../core/control/judge-decision';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
 import { CLOCK } from '../clock/clock.token';
@@ -13,14 +12,9 @@ import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
-import { controlConfigOf, switchCostConfigOf } from '../config/control-config-of';
+import { controlConfigOf } from '../config/control-config-of';
+import { judgeForJob } from './judge-for-job';
 import { inSpan } from '../tracing/tracer';
-
-/** The straggling pipeline links of a control input as a key ("dp:link,..."), null when none straggles. */
-function stragglingLinks(input: JobControlInput): string | null {
-  const links = input.links.filter((l) => l.straggler).map((l) => `${l.dp}:${l.link}`);
-  return links.length > 0 ? links.sort().join(',') : null;
-}
 
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
 const HEALTHY_REFRESH_MS = 10000;
@@ -98,20 +92,8 @@ export class ControlService {
     const started = this.clock.monotonicMs();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
-    job.stragglers.observe(job.progress.maxIteration, stragglingKeys(snapshot));
-    if (job.switching.handshake || job.layout.pendingTopology || job.progress.maxIteration < job.layout.holdUntilIteration) {
-      // One switch at a time: what changed meanwhile is decided once this one ends. After a
-      // committed re-map, until the ranks run it the detector still describes the old layout.
-      job.requestEvaluation();
-      return;
-    }
-    const input = job.controlInput(snapshot, job.committed ? job.topologyView(snapshot, now, this.config.remap.minIntervalMs) : undefined);
-    this.updateTolerances(job, input);
-    const urgent = this.nicFailureWithoutDelegation(job, input);
-    if (job.committed && now < job.switching.notBefore && !urgent) {
-      job.requestEvaluation();
-      return;
-    }
+    const input = job.stepInput(snapshot, now, this.config.remap.minIntervalMs);
+    if (!input) return;
     // The version a switch would need is allocated while planning runs (one round trip less after it).
     const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
     let outcome = await this.decide(job, input, this.controlConfig, 'planning');
@@ -137,15 +119,16 @@ export class ControlService {
     const refined = await this.refine(job, input, outcome.decision !== null);
     if (job.released) return; // let go while refining
     if (refined) outcome = refined;
-    const decision = outcome.decision && this.judged(job, outcome.decision, outcome.predictedCurrentMs, now);
-    if (decision) {
+    const judged = outcome.decision && judgeForJob(job, outcome.decision, outcome.predictedCurrentMs, this.config, now);
+    if (judged) this.metrics.decisions.inc({ job: job.jobId, kind: judged.record.kind, verdict: judged.record.verdict });
+    const decision = judged && judged.take ? outcome.decision : null;
+    if (decision && judged) {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
       // Timed from now, not from the step's start: planning may have taken a while.
       const at = Math.max(now, this.clock.now());
       if (!job.committed) await this.publisher.publishInitial(job, decision, at);
       else await this.publisher.prepare(job, decision, at);
-      const last = job.decisions.recent(1)[0];
-      if (last) last.scheduleVersion = job.handshake?.schedule.version ?? job.committed?.version ?? null;
+      judged.record.scheduleVersion = job.handshake?.schedule.version ?? job.committed?.version ?? null;
     }
     // The healthy yardstick is a gauge, not part of the decision: priced after publishing.
     const healthyMs = await this.healthyMs(job, input, now).catch((error: Error) => (error instanceof PlanningError ? null : Promise.reject(error)));
@@ -163,21 +146,8 @@ export class ControlService {
    */
   private async refine(job: JobRuntime, input: JobControlInput, switching: boolean): Promise<ControlOutcome | null> {
     const planner = this.config.control.refinePlanner;
-    const links = stragglingLinks(input);
-    if (links === null) {
-      job.noteRefined(null);
-      return null;
-    }
-    if (planner === 'none' || planner === this.config.control.planner) return null;
-    if (switching) {
-      // A new first plan: refined again once its switch has ended (the tick, after the re-plan interval).
-      job.noteRefined(null);
-      job.requestEvaluation();
-      return null;
-    }
-    if (job.refinedFor === links) return null;
-    job.noteRefined(links);
-    const outcome = await this.decide(job, input, { ...this.controlConfig, planner }, 'refining the plan');
+    if (!job.refineDue(stragglingLinks(input), planner !== 'none' && planner !== this.config.control.planner, switching)) return null;
+    const outcome = await this.decide(job, input, { ...this.controlConfig, planner: planner as ControlConfig['planner'] }, 'refining the plan');
     return outcome?.decision ? outcome : null;
   }
 
@@ -206,38 +176,6 @@ export class ControlService {
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;
-  }
-
-  /**
-   * The cost gate (core judgeDecision): the decision is logged either way; returned only when it
-   * is worth its cost. Its record learns the version it is published as.
-   */
-  private judged(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, now: number): ControlDecision | null {
-    const lead = 1 + this.publisher.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
-    const { take, record } = judgeDecision(decision, predictedCurrentMs, switchCostConfigOf(this.config), {
-      at: now,
-      iteration: job.progress.maxIteration,
-      leadIterations: lead,
-      migrationMs: decision.topology ? this.config.remap.migrationMsPerNode : 0,
-      history: job.stragglers,
-      paused: false,
-      overrides: false,
-    });
-    job.decisions.record(record);
-    this.metrics.decisions.inc({ job: job.jobId, kind: decision.kind, verdict: record.verdict });
-    return take ? decision : null;
-  }
-
-  /** A failed NIC leaves only the delegated path: switch at once, whatever the re-plan interval or back-off. */
-  private nicFailureWithoutDelegation(job: JobRuntime, input: JobControlInput): boolean {
-    const delegated = new Set((job.committed?.delegation ?? []).map((d) => d.rank));
-    return input.links.some((l) => l.nicFailure && (!delegated.has(l.upRank) || !delegated.has(l.downRank)));
-  }
-
-  /** Tells the detector how much extra delay each link absorbs under the schedule in force (Eq. 1). */
-  private updateTolerances(job: JobRuntime, input: JobControlInput): void {
-    if (!job.committed) return;
-    for (const t of detectorTolerances(input, job.committed.pipelines)) job.detector.setTolerance(t.dp, t.link, t.toleranceMs);
   }
 
   private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {

@@ -5,6 +5,8 @@ import { DetectionSnapshot, JobDetector } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
 import { LinkObservation } from '../../core/detect/detection.type';
 import { StragglerHistory } from '../../core/control/straggler-history';
+import { detectorTolerances } from '../../core/control/detector-tolerances';
+import { stragglingKeys } from '../../core/control/judge-decision';
 import { LinkSample, PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
 import { IngestCounters } from '../ingest/ingest-counters.model';
 import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
@@ -161,9 +163,26 @@ export class JobRuntime {
     return this.refinedLinks;
   }
 
-  /** The control step refined the plan for these straggling links (null: none straggle now). */
-  noteRefined(links: string | null): void {
+  /**
+   * Whether the control step should refine the plan for the straggling links `links` now (second
+   * phase, ControlService.refine): once per first plan and set of links, not while that first
+   * plan is being switched to (`switching`: asked again for the next step), never when `enabled`
+   * is false; forgotten once no link straggles.
+   */
+  refineDue(links: string | null, enabled: boolean, switching: boolean): boolean {
+    if (links === null) {
+      this.refinedLinks = null;
+      return false;
+    }
+    if (!enabled) return false;
+    if (switching) {
+      this.refinedLinks = null;
+      this.requestEvaluation();
+      return false;
+    }
+    if (this.refinedLinks === links) return false;
     this.refinedLinks = links;
+    return true;
   }
 
   requestEvaluation(): void {
@@ -257,6 +276,33 @@ export class JobRuntime {
       this.history.noteLinkDelay(report.iteration, me.dp, Math.min(me.pp, peer.pp), l.medianMs);
     }
     this.history.noteIteration(report.iteration, report.scheduleVersion, report.iterationMs ?? this.progress.iterationMs);
+  }
+
+  /**
+   * The input of a control step (the daemon's and `pipemorph replay`'s), or null when the step must
+   * wait and is asked for again: one switch at a time, a committed re-map the ranks do not run yet
+   * (the detector still describes the old layout), a fresh detector still learning, the re-plan
+   * interval, except for a NIC failure without delegation, which leaves only the delegated path.
+   * Learns the straggler episodes, and tells the detector how much extra delay each link absorbs
+   * under the schedule in force (Eq. 1).
+   */
+  stepInput(snapshot: DetectionSnapshot, now: number, remapMinIntervalMs: number): JobControlInput | null {
+    this.stragglers.observe(this.progress.maxIteration, stragglingKeys(snapshot));
+    if (this.switching.handshake || this.layout.pendingTopology || this.progress.maxIteration < this.layout.holdUntilIteration) {
+      this.requestEvaluation();
+      return null;
+    }
+    const inForce = this.inForce;
+    const input = this.controlInput(snapshot, inForce ? this.topologyView(snapshot, now, remapMinIntervalMs) : undefined);
+    if (!inForce) return input;
+    for (const t of detectorTolerances(input, inForce.pipelines)) this.detector.setTolerance(t.dp, t.link, t.toleranceMs);
+    const delegated = new Set(inForce.delegation.map((d) => d.rank));
+    const urgent = input.links.some((l) => l.nicFailure && (!delegated.has(l.upRank) || !delegated.has(l.downRank)));
+    if (now < this.switching.notBefore && !urgent) {
+      this.requestEvaluation();
+      return null;
+    }
+    return input;
   }
 
   /** Placement and data-parallel links for the re-map decision; re-mapping waits `minIntervalMs` after the last one and for it to be applied. */

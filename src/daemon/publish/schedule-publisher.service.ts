@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { trace } from '@opentelemetry/api';
 import { ControlDecision } from '../../core/control/control-decision.type';
-import { formatSchedule } from '../../core/pipeline/schedule';
-import { topologyFromPlacement } from '../../core/topology/topology-from-placement';
-import { Ack, ControlEvent, PublishedSchedule, TopologyAssignment } from '../../protocol/protocol-v1.type';
+import { Ack, ControlEvent, PublishedSchedule } from '../../protocol/protocol-v1.type';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { AbortReason, MetricsService } from '../metrics/metrics.service';
 import { FencedResult, JOB_STORE, JobStore } from '../store/job-store.repository';
 import { currentTraceId, inSpan } from '../tracing/tracer';
+import { publishedScheduleOf } from './published-schedule';
+import { switchLead } from './switch-lead';
 
 const MAX_BACKOFF_MS = 30000;
 
@@ -52,7 +52,7 @@ export class SchedulePublisher {
   private async doPrepare(job: JobRuntime, decision: ControlDecision, now: number): Promise<void> {
     if (job.switching.handshake) return;
     // Moved ranks load another stage's weights first: a re-map gets more notice.
-    const lead = this.leadIterations(job) + (decision.topology ? this.config.remap.extraLeadIterations : 0);
+    const lead = switchLead(job, decision, this.config);
     // When report m arrives the fastest rank is already inside m + 1 (it read control at that
     // iteration's start, before this prepare existed), so the first read that can see the prepare is at
     // the start of m + 2: count the lead from there, or a rank following protocol sec. 4 hears the
@@ -146,17 +146,6 @@ export class SchedulePublisher {
   }
 
   /**
-   * Enough iterations for every rank to hear of the prepare, from the measured iteration time;
-   * doubled after each consecutive abort, so a rank that hears late (refused: "late") gets there.
-   */
-  leadIterations(job: JobRuntime): number {
-    const { minLeadIterations, leadMs } = this.config.handshake;
-    const iterationMs = job.progress.iterationMs;
-    const base = iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / iterationMs)) : minLeadIterations;
-    return Math.min(1000, base * 2 ** Math.min(job.switching.abortStreak, 6));
-  }
-
-  /**
    * Allocates the version the next publish will use ahead of its decision, so that a prepare is one
    * Redis round trip after its decision, not two: the step starts it beside planning, and every
    * publish that takes it starts the next one at once, so a job in steady state always holds one and
@@ -198,45 +187,7 @@ export class SchedulePublisher {
       this.logger.warn(`job ${job.jobId}: epoch ${job.epoch} is fenced; the job's epoch changed (another replica took it, or a write behind this one's back)`);
       return null;
     }
-    return {
-      protocol: 1,
-      jobId: job.jobId,
-      version,
-      epoch: job.epoch,
-      state,
-      effectiveIteration,
-      createdAt: now,
-      pipelines: decision.pipelines.map((p) => ({ dpReplicas: p.dpReplicas, warmup: p.warmup, stages: formatSchedule(p.schedule) })),
-      delegation: decision.delegation,
-      reason: {
-        kind: decision.kind,
-        links: [
-          ...decision.links.map((l) => ({
-            kind: 'pipeline' as const, fromRank: l.upRank, toRank: l.downRank, dp: l.dp, link: l.link, extraMs: l.extraMs, error: l.nicFailure ? 'nic-failure' : null,
-          })),
-          ...(decision.dataParallelLinks ?? []).map((l) => ({ kind: 'data-parallel' as const, fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, error: null })),
-        ],
-        detail: decision.detail,
-      },
-      prediction: { previousMs: decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
-      traceId: currentTraceId(),
-      ...this.topologyOf(job, decision, version),
-    };
-  }
-
-  /**
-   * The layout a schedule runs on: a new topology version for a re-map (every rank of the job,
-   * TP ranks following their node's reporting rank), else the one in force carried over.
-   */
-  private topologyOf(job: JobRuntime, decision: ControlDecision, version: number): { topology?: TopologyAssignment } {
-    const inForce = job.layout.inForce;
-    const change = decision.topology;
-    if (!change) return inForce ? { topology: { ...inForce, moved: [] } } : {};
-    const reportingRankOf = new Map(job.spec.ranks.filter((r) => r.tp === 0).map((r) => [r.node, r.rank]));
-    const previousPp = new Map((inForce?.ranks ?? job.spec.ranks).map((r) => [r.rank, r.pp]));
-    const members = job.spec.ranks.map((r) => ({ rank: r.rank, placedAs: reportingRankOf.get(r.node) ?? r.rank }));
-    const placement = { stages: job.spec.stages, nodeAt: change.rankAt, rings: change.rings };
-    return { topology: topologyFromPlacement(placement, (inForce?.version ?? 0) + 1, version, previousPp, members) };
+    return publishedScheduleOf(job, decision, { version, state, effectiveIteration, now, traceId: currentTraceId() });
   }
 
   private event(type: ControlEvent['type'], schedule: PublishedSchedule): ControlEvent {

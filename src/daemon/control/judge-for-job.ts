@@ -1,0 +1,28 @@
+import { ControlDecision } from '../../core/control/control-decision.type';
+import { DecisionRecord } from '../../core/control/decision-record.type';
+import { judgeDecision } from '../../core/control/judge-decision';
+import { switchCostConfigOf } from '../config/control-config-of';
+import { PipemorphConfig } from '../config/pipemorph-config.type';
+import { JobRuntime } from '../jobs/job-runtime';
+import { switchLead } from '../publish/switch-lead';
+
+/**
+ * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history and
+ * the re-map handoff, logged in the job's decision log; the daemon's ControlService and `pipemorph
+ * replay` alike. The lead counts from the newest report: one iteration to reach the read that can
+ * see the prepare, then the switch's lead.
+ */
+export function judgeForJob(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, config: PipemorphConfig, now: number): { take: boolean; record: DecisionRecord } {
+  const verdict = judgeDecision(decision, predictedCurrentMs, switchCostConfigOf(config), {
+    at: now,
+    iteration: job.progress.maxIteration,
+    leadIterations: 1 + switchLead(job, decision, config),
+    // Moved ranks load their new stage in parallel: one node's handoff.
+    migrationMs: decision.topology ? config.remap.migrationMsPerNode : 0,
+    history: job.stragglers,
+    paused: false,
+    overrides: false,
+  });
+  job.decisions.record(verdict.record);
+  return verdict;
+}
