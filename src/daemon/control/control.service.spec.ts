@@ -1,5 +1,5 @@
 import { JobRuntime } from '../jobs/job-runtime';
-import { metricValue, registeredJob, registration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
+import { ingestPass, metricValue, registeredJob, registration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
 
 const spec = registration('ctl');
 
@@ -153,5 +153,36 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
     h.clock.advance(h.config.control.minReplanIntervalMs);
     await h.control.evaluate(job);
     expect(job.refinedFor).toBeNull();
+  });
+});
+
+describe('ControlService: the healthy yardstick', () => {
+  /** Two replicas with an all-reduce; every ring link of stage 1 slower by `ringExtraMs`. */
+  async function ringJob(jobId: string, ringExtraMs: number): Promise<number> {
+    const h = serviceHarness();
+    const spec = { ...registration(jobId, 4, 2), dataParallel: { gradientBytes: [1e9, 1e9, 1e9, 1e9] } };
+    const job = await registeredJob(h, spec);
+    for (let iteration = 0; iteration < 20; iteration++) {
+      h.clock.advance(100);
+      for (const r of spec.ranks) {
+        const links = [];
+        for (const peerPp of [r.pp + 1, r.pp - 1]) if (peerPp >= 0 && peerPp < 4) links.push({ peer: r.dp * 4 + peerPp, kind: 'pipeline', bytes: 1 << 24, medianMs: 1, maxMs: 1.2, delegated: false, error: null });
+        const ms = 0.1 + (r.pp === 1 && iteration >= 10 ? ringExtraMs : 0);
+        links.push({ peer: (1 - r.dp) * 4 + r.pp, kind: 'data-parallel', bytes: 1 << 22, medianMs: ms, maxMs: ms, delegated: false, error: null });
+        const report = { type: 'report', protocol: 1, jobId, rank: r.rank, iteration, scheduleVersion: job.committed!.version, computeMs: { f: 10, b: 10, w: 10 }, links };
+        await h.store.append(`pipemorph:{${jobId}}:reports`, JSON.stringify(report), 100000);
+      }
+      await ingestPass(h);
+    }
+    h.clock.advance(60000); // past the healthy yardstick's cache
+    await h.control.evaluate(job);
+    return metricValue(h, 'pipemorph_predicted_iteration_seconds', { job: jobId, schedule: 'healthy' });
+  }
+
+  it('leaves slow ring links out, as it leaves out slow pipeline links', async () => {
+    const healthy = await ringJob('ring-ok', 0);
+    const slow = await ringJob('ring-slow', 30);
+    expect(healthy).toBeGreaterThan(0);
+    expect(slow).toBeCloseTo(healthy, 6);
   });
 });

@@ -171,7 +171,13 @@ export class ControlService {
   private async healthyMs(job: JobRuntime, input: JobControlInput, now: number): Promise<number> {
     const cached = this.healthy.get(job);
     if (cached && now - cached.at < HEALTHY_REFRESH_MS) return cached.ms;
-    const healthyInput: JobControlInput = { ...input, current: null, links: input.links.map((l) => ({ ...l, extraMs: 0, straggler: false, nicFailure: false })) };
+    const healthyInput: JobControlInput = {
+      ...input,
+      current: null,
+      links: input.links.map((l) => ({ ...l, extraMs: 0, straggler: false, nicFailure: false })),
+      // The rings too: a slow ring link is not the healthy job either.
+      ...(input.topology ? { topology: { ...input.topology, dataParallelLinks: input.topology.dataParallelLinks.map((l) => ({ ...l, extraMs: 0, straggler: false })) } } : {}),
+    };
     const ms = (await this.planning.decide(healthyInput, this.controlConfig)).predictedStaticMs;
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
