@@ -5,6 +5,7 @@
  * renders its table into docs/benchmarks.md.
  *   DETECTION_SCALE=0.1 node dist/bench/detection.bench.js   (shorter healthy scenarios)
  *   DETECTION_ONLY=flapping,constant ...                     (some classes)
+ *   PIPEMORPH__detection__severeEnterAfter=1 ...              (any daemon setting)
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,7 +20,8 @@ const ROOT = join(__dirname, '..', ...(__dirname.includes('dist') ? ['..'] : [])
 async function main(): Promise<void> {
   const scale = Number(process.env.DETECTION_SCALE ?? 1);
   const only = process.env.DETECTION_ONLY?.split(',');
-  const config = loadConfig({});
+  // PIPEMORPH__section__key=value overrides apply, as for the daemon: thresholds can be tried on the corpus.
+  const config = loadConfig(process.env);
   const solver = config.control.refinePlanner === 'optimal' || config.control.planner === 'optimal' ? await loadMilpSolver() : undefined;
   const trace = readFileSync(join(ROOT, 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const corpus = detectionCorpus(scale, trace).filter((s) => !only || only.includes(s.class));

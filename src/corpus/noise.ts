@@ -11,7 +11,7 @@ export const NOISE_MODELS: Record<NoiseSpec['type'], string> = {
     'every link sample: median x lognormal(0, sigma); with tailProbability a Pareto(tailAlpha) excess of tailScaleMs added (heavy-tailed NCCL/gloo p2p latency)',
   'compute-jitter': 'every F, B, W median x lognormal(0, sigma) (kernel time variation, clock boost changes)',
   'gc-pause':
-    'per rank and iteration with `probability`, a Python GC pause log-uniform in [minMs, maxMs]: the whole job waits (iteration time); the links into the paused rank see it in their max, and in their median when the pause covers most of the iteration',
+    'per rank and iteration with `probability`, a Python GC pause log-uniform in [minMs, maxMs]: the whole job waits (iteration time); the messages in flight into the paused rank wait it out, so the links into it see it in their max, and in their median only when more than half of the iteration\'s messages were in flight (deep delegate queues, few microbatches): a sender blocked on its in-flight sends sends nothing more until the pause ends',
   'dataloader-stall': 'rank `rank` stalls before its first F with `probability`, for log-uniform [minMs, maxMs]: the iteration waits; transfers do not slow',
   checkpoint:
     'every `every` iterations the job saves a checkpoint or evaluates: the iteration takes durationMs more, and that iteration every link median is x linkFactor (checkpoint traffic shares the NIC)',
@@ -40,7 +40,7 @@ export class NoiseSource {
   private readonly random: () => number;
   private spare = Number.NaN;
 
-  constructor(private readonly specs: NoiseSpec[], seed: number, private readonly ranks: number[], private readonly iterationMs: number) {
+  constructor(private readonly specs: NoiseSpec[], seed: number, private readonly ranks: number[]) {
     this.random = seededRandom(seed ^ 0x5bd1e995);
   }
 
@@ -115,10 +115,5 @@ export class NoiseSource {
     let f = 1;
     for (const s of this.specs) if (s.type === 'compute-jitter') f *= Math.exp(s.sigma * this.normal());
     return f;
-  }
-
-  /** Whether a pause of `ms` moves the median of an iteration's transfers (it covers most of the iteration). */
-  pauseMovesMedian(ms: number): boolean {
-    return ms > 0.5 * this.iterationMs;
   }
 }

@@ -3,7 +3,7 @@ import { DelegationPlan, JobControlInput, PipelineGroupPlan } from '../core/cont
 import { linkTransportOf, transportKey } from '../core/control/link-transport';
 import { simulateSchedule } from '../core/engine/simulator';
 import { PipelineModel } from '../core/pipeline/pipeline-model.type';
-import { chunkMs, iterationWithAllReduceMs } from '../core/topology/all-reduce';
+import { chunkMs, iterationWithAllReduceMs, ringMessages } from '../core/topology/all-reduce';
 import { stageFinishTimes } from '../core/topology/stage-finish';
 import { AllReduceModel } from '../core/topology/topology.type';
 import { RankReport, Registration } from '../protocol/protocol-v1.type';
@@ -152,7 +152,7 @@ export class JobTelemetry {
   reports(t: number, plan: PlanInForce, layout: Layout, truth: TruthState, iterationMs: number, noise: NoiseSource, n: IterationNoise): RankReport[] {
     const { S, D } = this;
     const sh = this.scenario.shape;
-    const delegated = new Set(plan.delegation.map((d) => d.rank));
+    const queues = new Map(plan.delegation.map((d) => [d.rank, d.sendQueues]));
     const out: RankReport[] = [];
     const slotOf = new Map<number, number>();
     layout.rankAt.forEach((rank, slot) => slotOf.set(rank, slot));
@@ -166,23 +166,23 @@ export class JobTelemetry {
       const factor = (truth.computeFactor.get(rank) ?? 1) * warm;
       const step = n.clockStepMs.get(rank) ?? 0;
       const links: RankReport['links'] = [];
-      const sample = (peer: number, kind: 'pipeline' | 'data-parallel', baseMs: number, bytes: number) => {
-        const pause = n.pauseMs.get(peer) ?? 0;
+      const sample = (peer: number, kind: 'pipeline' | 'data-parallel', baseMs: number, bytes: number, messages: number) => {
         const extra = this.extra(truth, rank, peer);
         const failed = this.failed(truth, rank, peer);
+        const delegated = kind === 'pipeline' && queues.has(rank) && queues.has(peer);
+        // A pause of the receiver holds the messages in flight to it; the sender, blocked on them, sends nothing more meanwhile.
+        const pause = n.pauseMs.get(peer) ?? 0;
+        const inFlight = kind === 'data-parallel' ? RING_INFLIGHT : delegated ? Math.min(queues.get(rank)!, queues.get(peer)!) : this.transport.gpuSendsInFlight;
         const s = noise.linkSample((baseMs + extra) * warm * n.linkFactor);
-        const medianMs = s.medianMs + (noise.pauseMovesMedian(pause) ? pause : 0);
-        links.push({
-          peer, kind, bytes, medianMs, maxMs: Math.max(medianMs, s.maxMs + pause + Math.abs(step)),
-          delegated: kind === 'pipeline' && delegated.has(rank) && delegated.has(peer), error: failed ? 'nic-failure' : null,
-        });
+        const medianMs = s.medianMs + (2 * inFlight > messages ? pause : 0);
+        links.push({ peer, kind, bytes, medianMs, maxMs: Math.max(medianMs, s.maxMs + pause + Math.abs(step)), delegated, error: failed ? 'nic-failure' : null });
       };
-      if (p + 1 < S) sample(layout.rankAt[d * S + p + 1], 'pipeline', sh.linkMs, MESSAGE_BYTES);
-      if (p > 0) sample(layout.rankAt[d * S + p - 1], 'pipeline', sh.linkMs, MESSAGE_BYTES);
+      if (p + 1 < S) sample(layout.rankAt[d * S + p + 1], 'pipeline', sh.linkMs, MESSAGE_BYTES, sh.microbatches);
+      if (p > 0) sample(layout.rankAt[d * S + p - 1], 'pipeline', sh.linkMs, MESSAGE_BYTES, sh.microbatches);
       if (D > 1) {
         const ring = layout.rings[p];
         const next = ring[(ring.indexOf(d) + 1) % ring.length];
-        sample(layout.rankAt[next * S + p], 'data-parallel', chunk, CHUNK_BYTES);
+        sample(layout.rankAt[next * S + p], 'data-parallel', chunk, CHUNK_BYTES, this.allReduce ? ringMessages(this.allReduce, p, D) : 0);
       }
       const c = () => factor * noise.computeFactor();
       out.push({

@@ -196,8 +196,7 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
   const first = replay.endIteration(REPLAY_EPOCH_MS);
   if (!first) throw new Error(`${sc.name}: no initial plan`);
   let plan = planOf(first.version, first.decision);
-  const healthyMs = telemetry.iterationMs(plan, layout, truth.at(0));
-  const noise = new NoiseSource(sc.noise, sc.seed, ranks, healthyMs);
+  const noise = new NoiseSource(sc.noise, sc.seed, ranks);
   const pending: ReplaySwitch[] = [];
   const switches: SwitchEvent[] = [];
   const open = new Map<string, number>();
