@@ -270,6 +270,20 @@ function headlineParagraph(r: Json): string {
   return sentences.join('\n');
 }
 
+function detectionTable(r: Json): string {
+  const pct = (x: number | null) => (x === null ? '-' : `${fmt(100 * x, 0)}%`);
+  const row = (c: Json, name = c.class as string) =>
+    `| ${name} | ${c.scenarios} | ${c.worthActing}/${c.labels} | ${pct(c.precision)} | ${pct(c.recall)} | ${fmt(c.detectMedian)} / ${fmt(c.detectP95)} | ${fmt(c.detectMedianAtLeast20ms)} / ${fmt(c.detectMedianAtLeast5ms)} | ${c.switches} (${c.declined} declined) | ${c.falseSwitches} (${fmt(c.falseSwitchesPerJobDay, 1)}/day) | ${c.falseRemaps} | ${fmt(c.jobDays, 2)} | ${c.lossVsOracle >= 0 ? '+' : ''}${fmt(100 * c.lossVsOracle, 2)}% |`;
+  return [
+    '| class | scenarios | worth acting / labels | precision | recall | time to detect, median / p95 (iterations) | median, >= 20 ms / 5-20 ms | switches | false switches | false re-maps | job-days | vs oracle |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...(r.classes as Json[]).map((c) => row(c)),
+    row(r.healthy, '**all healthy**'),
+    row(r.stragglers, '**all stragglers**'),
+    row(r.overall, '**whole corpus**'),
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -287,6 +301,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'optimal-line': optimalLineTable,
   render: renderTable,
   soak: soakTable,
+  detection: detectionTable,
   headline: headlineParagraph,
 };
 

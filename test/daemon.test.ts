@@ -119,6 +119,14 @@ describe('daemon: detect, re-plan, publish', () => {
     expect(jobsApiProblem('detail', { ...during, scheduleVersion: undefined, version: during.scheduleVersion })).toMatch(/scheduleVersion|version/);
     expect(jobsApiProblem('detail', { ...during, schedule: { ...during.schedule, prediction: undefined } })).toMatch(/prediction/);
     expect(jobsApiProblem('list', during)).not.toBeNull();
+    // The decision log says why the switch was taken, with the cost gate's numbers and the version it became.
+    const log = await json(await fetch(`${daemon.url}/jobs/${job.options.jobId}/decisions`));
+    expect(jobsApiProblem('decisions', log)).toBeNull();
+    expect(log.decisions).toEqual(expect.arrayContaining([
+      expect.objectContaining({ kind: 'initial', verdict: 'taken', scheduleVersion: initial.version }),
+      expect.objectContaining({ kind: 'straggler', verdict: 'taken', scheduleVersion: adapted.version, evidence: expect.objectContaining({ links: [expect.objectContaining({ dp: 0, link: 2 })] }) }),
+    ]));
+    expect(jobsApiProblem('decisions', { ...log, decisions: log.decisions.map((d: Record<string, unknown>) => ({ ...d, cost: undefined })) })).toMatch(/cost/);
     await job.pollControl(); // the commit can land between the loop's last poll and its check of the schedule key
     const prepares = job.events.filter((e) => e.type === 'prepare' && e.version === adapted.version);
     expect(prepares).toHaveLength(1);

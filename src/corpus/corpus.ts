@@ -109,6 +109,9 @@ export function detectionCorpus(scale = 1, superpodTrace?: string): CorpusScenar
   for (const [ms, seed] of [[5, 21], [10, 22], [20, 23], [30, 24], [60, 25], [120, 26]] as const) {
     S(`8x32 dp4, ${ms} ms on link 6`, 'constant', seed, 900, megatron8(4), [{ target: { kind: 'pipeline', dp: 1, link: 6 }, shape: { type: 'constant', ms }, start: 300, end: 700 }]);
   }
+  // A lasting straggler on a job whose history is all short bursts: it must outlive them, then be acted on.
+  const bb = megatron8(4);
+  S('8x32 dp4, bursts, then 30 ms on link 4', 'constant', 29, 1500, bb, [...bursts(bb, 1000, 29, 0.01), { target: { kind: 'pipeline', dp: 2, link: 4 }, shape: { type: 'constant', ms: 30 }, start: 1100, end: 1400 }]);
   S('4x12 dp2, 30 ms on link 2', 'constant', 27, 700, uniform4(2), [{ target: { kind: 'pipeline', dp: 0, link: 2 }, shape: { type: 'constant', ms: 30 }, start: 200, end: 500 }]);
   S('16x32 dp2, 40 ms on link 11', 'constant', 28, 700, deep16(2), [{ target: { kind: 'pipeline', dp: 1, link: 11 }, shape: { type: 'constant', ms: 40 }, start: 200, end: 500 }]);
   S('8x32 dp4, ramp 0 -> 60 ms over 100 iterations', 'ramp', 31, 900, megatron8(4), [{ target: { kind: 'pipeline', dp: 2, link: 3 }, shape: { type: 'ramp', fromMs: 0, toMs: 60, rampIterations: 100 }, start: 300, end: 700 }]);

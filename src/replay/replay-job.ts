@@ -69,20 +69,22 @@ export class ReplayJob {
     const input = job.stepInput(job.detector.snapshot(), now, this.config.remap.minIntervalMs);
     if (!input) return null;
     this.stepsRun++;
-    let outcome = decideControl(input, this.control, this.solver);
+    const outcome = decideControl(input, this.control, this.solver);
     job.evaluated();
+    // As ControlService.step: the first phase judged at once, a refinement only with the plan in force.
+    let decision = outcome.decision;
+    let judged = decision && judgeForJob(job, decision, outcome.predictedCurrentMs, this.config, now);
     const refinePlanner = this.config.control.refinePlanner;
-    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner, outcome.decision !== null)) {
+    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner, judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
       const refined = decideControl(input, { ...this.control, planner: refinePlanner as ControlConfig['planner'] }, this.solver);
-      if (refined.decision) outcome = refined;
+      if (refined.decision) {
+        decision = refined.decision;
+        judged = judgeForJob(job, decision, refined.predictedCurrentMs, this.config, now);
+      }
     }
-    const decision = outcome.decision;
-    if (!decision) return null;
-    const { take, record } = judgeForJob(job, decision, outcome.predictedCurrentMs, this.config, now);
-    if (!take) {
-      job.requestEvaluation();
-      return null;
-    }
+    // Declined: decided again at the next straggler change or maintenance tick, as the daemon does.
+    if (!decision || !judged || !judged.take) return null;
+    const record = judged.record;
     record.scheduleVersion = ++this.version;
     const effectiveIteration = job.committed ? Math.max(0, job.progress.maxIteration) + 1 + switchLead(job, decision, this.config) : 0;
     const schedule = publishedScheduleOf(job, decision, { version: this.version, state: 'committed', effectiveIteration, now, traceId: '0'.repeat(32) });

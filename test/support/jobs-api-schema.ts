@@ -8,9 +8,11 @@ ajv.addSchema(jobsApiSchema);
 
 const ID = 'https://pipemorph.dev/schemas/jobs-api.v1.schema.json';
 
-/** Null when `body` is what schemas/jobs-api.v1.schema.json says GET /jobs (`list`) or GET /jobs/:id (`detail`) answers, else the first problem. */
-export function jobsApiProblem(kind: 'list' | 'detail', body: unknown): string | null {
-  const validate = ajv.getSchema(`${ID}#/definitions/${kind === 'list' ? 'jobList' : 'jobDetail'}`)!;
+const DEFINITIONS = { list: 'jobList', detail: 'jobDetail', decisions: 'decisionLog' } as const;
+
+/** Null when `body` is what schemas/jobs-api.v1.schema.json says GET /jobs (`list`), GET /jobs/:id (`detail`) or GET /jobs/:id/decisions (`decisions`) answers, else the first problem. */
+export function jobsApiProblem(kind: keyof typeof DEFINITIONS, body: unknown): string | null {
+  const validate = ajv.getSchema(`${ID}#/definitions/${DEFINITIONS[kind]}`)!;
   if (validate(body)) return null;
   const e = validate.errors![0];
   return `${e.instancePath || '(root)'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`;

@@ -28,4 +28,12 @@ export interface DecisionRecord {
   scheduleVersion: number | null;
   /** Whether per-job detection overrides were in force. */
   overrides: boolean;
+  /**
+   * How many steps in a row made this same decision with this verdict (the same kind for the same
+   * stragglers): a straggler not worth a switch is judged again at every maintenance tick, and the
+   * log keeps one entry for the run, with the newest step's iteration, numbers and reason, and the
+   * iteration of its first.
+   */
+  repeats: number;
+  firstIteration: number;
 }

@@ -5,12 +5,13 @@ import { DecisionRecord } from './decision-record.type';
 import { StragglerHistory } from './straggler-history';
 import { computeKey, dataParallelKey, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
 
-/** The straggler keys of a detection snapshot (StragglerHistory's names). */
-export function stragglingKeys(snapshot: DetectionSnapshot): string[] {
+/** The straggler keys of a detection snapshot (StragglerHistory's names); `recovering`: only those whose newest samples are healthy again. */
+export function stragglingKeys(snapshot: DetectionSnapshot, recovering = false): string[] {
   const keys: string[] = [];
-  for (const l of snapshot.pipelineLinks) if (l.straggler) keys.push(pipelineKey(l.dp, l.link));
-  for (const l of snapshot.dataParallelLinks) if (l.straggler) keys.push(dataParallelKey(l.fromRank, l.toRank));
-  for (const c of snapshot.compute) if (c.straggler) keys.push(computeKey(c.rank));
+  const take = (s: { straggler: boolean; recovering: boolean }) => s.straggler && (!recovering || s.recovering);
+  for (const l of snapshot.pipelineLinks) if (take(l)) keys.push(pipelineKey(l.dp, l.link));
+  for (const l of snapshot.dataParallelLinks) if (take(l)) keys.push(dataParallelKey(l.fromRank, l.toRank));
+  for (const c of snapshot.compute) if (take(c)) keys.push(computeKey(c.rank));
   return keys;
 }
 
@@ -38,7 +39,7 @@ export interface JudgeContext {
  * both end here): the cost gate, then the record the decision log keeps. A decision that is not
  * taken leaves what runs in force; the loop decides again as the straggler ages.
  */
-export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; record: DecisionRecord } {
+export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; record: DecisionRecord } {
   const verdict = gateSwitch(decision, config, { iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history });
   const paused = ctx.paused && decision.kind !== 'initial';
   const take = verdict.take && !paused;
@@ -56,6 +57,8 @@ export function judgeDecision(decision: ControlDecision, predictedCurrentMs: num
     cost: verdict.cost,
     scheduleVersion: null,
     overrides: ctx.overrides,
+    repeats: 1,
+    firstIteration: ctx.iteration,
   };
-  return { take, record };
+  return { take, revisitSoon: verdict.revisitSoon && !paused, record };
 }

@@ -56,6 +56,27 @@ describe('StragglerHistory', () => {
     expect(h.expectedHealthy('p:0:2', t + 10)).toBeGreaterThanOrEqual(100);
   });
 
+  it("learns an episode without the detector's hold: a burst flagged for 2 + 5 iterations lasted 2 (and the one without the hold, 7)", () => {
+    const held = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25, holdIterations: 5 });
+    const raw = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
+    for (const h of [held, raw]) {
+      for (let k = 0; k < 20; k++) flap(h, 'p:0:2', 7, 50, 1, k * 57);
+      h.observe(20 * 57, ['p:0:2']);
+    }
+    expect(held.expectedRemaining('p:0:2', 20 * 57)).toBeLessThan(4);
+    expect(raw.expectedRemaining('p:0:2', 20 * 57)).toBeGreaterThan(7);
+  });
+
+  it('a recovering straggler (newest samples healthy, still held by the detector) is expected to end now, and to be looked at again', () => {
+    const h = history();
+    h.observe(0, ['p:0:1']);
+    h.observe(1, ['p:0:1'], ['p:0:1']);
+    expect(h.expectedRemaining('p:0:1', 1)).toBe(0);
+    expect(h.withinHistory('p:0:1', 1)).toBe(true);
+    h.observe(2, ['p:0:1']); // slow again
+    expect(h.expectedRemaining('p:0:1', 2)).toBe(100);
+  });
+
   it('the estimate is positive and finite for any history (property)', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 50 })), { maxLength: 40 }), fc.integer({ min: 0, max: 200 }), (spells, age) => {

@@ -5,8 +5,8 @@
  * straggler is still there, so the control loop asks for the expected remaining duration of what
  * straggles now, given how long it has lasted (mean residual life).
  *
- * The estimate conditions on survival: only past episodes that lasted longer than the current one
- * has so far say anything about how much longer it goes on. A key's own episodes count fully, the
+ * The estimate conditions on survival: only past episodes that lasted at least as long as the
+ * current one has so far say anything about how much longer it goes on. A key's own episodes count fully, the
  * job's other keys' at half weight (a congested fabric tends to congest many links alike), and a
  * prior pseudo-episode of `priorIterations` at weight `priorWeight`. With no survivor (the current
  * episode is older than anything seen), the prior answers, raised to the age itself (Lindy: what has
@@ -20,6 +20,13 @@ export interface StragglerHistoryOptions {
   priorIterations: number;
   /** Weight of the prior among the survivors (0.25 = a quarter of one observed episode). */
   priorWeight: number;
+  /**
+   * Iterations a straggler stays flagged after its last slow sample (the detector's leaveAfter): a
+   * flagged episode ends that much after the straggler did, so it is learned that much shorter (and
+   * the healthy spell after it that much longer). Without it a 2-iteration burst is learned as a
+   * 7-iteration straggler. Default 0.
+   */
+  holdIterations?: number;
 }
 
 /** Episodes and gaps kept per key (the newest). */
@@ -48,13 +55,13 @@ class Ring {
     return this.count;
   }
 
-  /** Sum and count of (v - age) over values above `age`. */
+  /** Sum and count of (v - age) over values of at least `age`: the episodes that lasted as long as this one has so far. */
   residual(age: number): { sum: number; n: number } {
     let sum = 0;
     let n = 0;
     for (let i = 0; i < this.count; i++) {
       const v = this.values[i];
-      if (v > age) {
+      if (v >= age) {
         sum += v - age;
         n++;
       }
@@ -68,7 +75,9 @@ interface KeyState {
   gaps: Ring;
   /** Iteration the open episode began at (NaN: healthy now). */
   onset: number;
-  /** Iteration the last episode ended at (NaN: never). */
+  /** The open episode's newest samples are healthy again (the detector holds it until leaveAfter). */
+  recovering: boolean;
+  /** Iteration the last episode's straggler ended at, the hold taken off (NaN: never). */
   endedAt: number;
 }
 
@@ -90,15 +99,17 @@ export class StragglerHistory {
   }
 
   /**
-   * The keys straggling at `iteration`: opens an episode for each new key, closes the episodes of
-   * keys that recovered (their length is learned). Iterations must not decrease.
+   * The keys straggling at `iteration` (and those of them whose newest samples are healthy again):
+   * opens an episode for each new key, closes the episodes of keys that recovered (their length is
+   * learned). Iterations must not decrease.
    */
-  observe(iteration: number, straggling: Iterable<string>): void {
+  observe(iteration: number, straggling: Iterable<string>, recovering: Iterable<string> = []): void {
     const now = new Set(straggling);
+    const easing = new Set(recovering);
     for (const key of now) {
       let s = this.keys.get(key);
       if (!s) {
-        s = { episodes: new Ring(EPISODES_KEPT), gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, endedAt: Number.NaN };
+        s = { episodes: new Ring(EPISODES_KEPT), gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, recovering: false, endedAt: Number.NaN };
         this.keys.set(key, s);
       }
       if (s.onset !== s.onset) {
@@ -109,14 +120,17 @@ export class StragglerHistory {
           this.jobGaps.push(gap);
         }
       }
+      s.recovering = easing.has(key);
     }
+    const hold = this.options.holdIterations ?? 0;
     for (const [key, s] of this.keys) {
       if (s.onset !== s.onset || now.has(key)) continue;
-      const length = Math.max(1, iteration - s.onset);
-      s.episodes.push(length);
-      this.jobEpisodes.push(length);
+      const end = Math.max(s.onset + 1, iteration - hold);
+      s.episodes.push(end - s.onset);
+      this.jobEpisodes.push(end - s.onset);
       s.onset = Number.NaN;
-      s.endedAt = iteration;
+      s.recovering = false;
+      s.endedAt = end;
     }
   }
 
@@ -127,11 +141,27 @@ export class StragglerHistory {
     return { key, onset: s.onset, age: Math.max(0, iteration - s.onset) };
   }
 
-  /** Expected further iterations of `key`'s straggling at `iteration` (the prior when it does not straggle now). */
+  /**
+   * Expected further iterations of `key`'s straggling at `iteration` (the prior when it does not
+   * straggle now; 0 while it is recovering: its newest samples are healthy already).
+   */
   expectedRemaining(key: string, iteration: number): number {
     const s = this.keys.get(key);
+    if (s?.recovering) return 0;
     const age = s && s.onset === s.onset ? Math.max(0, iteration - s.onset) : 0;
     return this.residual(s?.episodes, this.jobEpisodes, age);
+  }
+
+  /**
+   * Whether some past episode (of `key` or of the job) lasted at least as long as `key`'s current
+   * one has so far: while it does, the expectation comes from that history and can jump to the
+   * prior at any iteration, once the straggler outlives it.
+   */
+  withinHistory(key: string, iteration: number): boolean {
+    const s = this.keys.get(key);
+    if (s?.recovering) return true; // it may turn slow again before the detector lets it go
+    const age = s && s.onset === s.onset ? Math.max(0, iteration - s.onset) : 0;
+    return (s?.episodes.residual(age).n ?? 0) > 0 || this.jobEpisodes.residual(age).n > 0;
   }
 
   /**

@@ -44,6 +44,12 @@ export interface CostEstimate {
 
 export interface GateVerdict {
   take: boolean;
+  /**
+   * Declined only because the straggler is still within the job's history of short ones: decide
+   * again at the next report, not the next maintenance tick, since outliving that history makes it
+   * worth a switch at once.
+   */
+  revisitSoon: boolean;
   /** One sentence: why taken or declined. */
   reason: string;
   cost: CostEstimate | null;
@@ -80,11 +86,13 @@ const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
  * NIC failure (only the delegated path carries traffic) are always taken.
  */
 export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, ctx: GateContext): GateVerdict {
-  if (decision.kind === 'initial') return { take: true, reason: 'first schedule of the job', cost: null };
-  if (decision.kind === 'nic-failure') return { take: true, reason: 'NIC failure: only CPU delegation carries the link', cost: null };
-  if (!config.costAware) return { take: true, reason: 'cost-aware switching off: predicted gain above minGain', cost: null };
+  const taken = (reason: string): GateVerdict => ({ take: true, revisitSoon: false, reason, cost: null });
+  if (decision.kind === 'initial') return taken('first schedule of the job');
+  if (decision.kind === 'nic-failure') return taken('NIC failure: only CPU delegation carries the link');
+  if (!config.costAware) return taken('cost-aware switching off: predicted gain above minGain');
   const previous = decision.predictedPreviousMs;
-  if (previous === null || !Number.isFinite(previous)) return { take: true, reason: 'nothing in force to compare with', cost: null };
+  if (previous === null || !Number.isFinite(previous)) return taken('nothing in force to compare with');
+  const keys = decisionKeys(decision);
   const gain = previous - decision.predictedNewMs;
   let expected: number;
   let what: string;
@@ -92,7 +100,6 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
     expected = ctx.history.expectedHealthyNow(ctx.iteration);
     what = 'healthy spell';
   } else {
-    const keys = decisionKeys(decision);
     // The plan pays off while any of the stragglers it answers lasts.
     expected = keys.length === 0 ? config.stragglerPriorIterations : Math.max(...keys.map((k) => ctx.history.expectedRemaining(k, ctx.iteration)));
     what = 'straggler';
@@ -106,5 +113,6 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   const reason = take
     ? `gain ${gain.toFixed(1)} ms/iteration over an expected ${fmt(expected)}-iteration ${what} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
     : `declined: gain ${gain.toFixed(1)} ms/iteration over an expected ${fmt(expected)}-iteration ${what}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
-  return { take, reason, cost };
+  const revisitSoon = !take && decision.kind !== 'recovery' && gain > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration));
+  return { take, revisitSoon, reason, cost };
 }

@@ -134,6 +134,7 @@ export class DataParallelLinkTracker {
           ratio: peerMedianMs > 0 ? medianMs / peerMedianMs : Number.NaN,
           samples: link.observations,
           straggler: link.hysteresis.active,
+          recovering: link.hysteresis.recovering,
           error: link.nicFailure ? 'nic-failure' : link.lastError,
         });
       }

@@ -54,6 +54,8 @@ export interface PipelineLinkState {
   /** Observations of the busier direction, error samples included. */
   samples: number;
   straggler: boolean;
+  /** A straggler whose newest samples are healthy again: held by hysteresis (leaveAfter) until it recovers. */
+  recovering: boolean;
   reason: PipelineStragglerReason | null;
   error: LinkError;
 }
@@ -74,6 +76,8 @@ export interface DataParallelLinkState {
   ratio: number;
   samples: number;
   straggler: boolean;
+  /** A straggler whose newest samples are healthy again (see PipelineLinkState.recovering). */
+  recovering: boolean;
   error: LinkError;
 }
 
@@ -89,6 +93,8 @@ export interface RankComputeState {
   /** Median f+b+w over referenceMs (NaN when the reference is unknown). */
   ratio: number;
   straggler: boolean;
+  /** A straggler whose newest samples are healthy again (see PipelineLinkState.recovering). */
+  recovering: boolean;
 }
 
 export interface DetectionSnapshot {

@@ -87,6 +87,21 @@ describe('Hysteresis', () => {
     );
   });
 
+  it('is recovering while active with good observations counting towards leaveAfter, and not once a bad one comes back', () => {
+    const h = new Hysteresis(1, 3);
+    h.update(true);
+    expect(h.recovering).toBe(false);
+    h.update(false);
+    expect(h.recovering).toBe(true);
+    h.update(true);
+    expect(h.recovering).toBe(false);
+    h.update(false);
+    h.update(false);
+    h.update(false);
+    expect(h.active).toBe(false);
+    expect(h.recovering).toBe(false);
+  });
+
   it('without the severe rule (J = K) one severe observation is not enough: the rule is what makes it enter', () => {
     const off = new Hysteresis(3, 5);
     const on = new Hysteresis(3, 5, 1);

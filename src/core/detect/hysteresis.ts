@@ -27,6 +27,11 @@ export class Hysteresis {
     return this.on;
   }
 
+  /** Active, but its newest observation was good: on its way out unless bad ones come back. */
+  get recovering(): boolean {
+    return this.on && this.streak > 0;
+  }
+
   /** Records one observation (`severe` counts only when `bad`); true when the state flipped. */
   update(bad: boolean, severe = false): boolean {
     this.severeStreak = !this.on && bad && severe ? this.severeStreak + 1 : 0;

@@ -158,6 +158,8 @@ export class PipelineLinkTracker {
         ewmaMs: worse(f ? f.estimator.ewmaMs() : Number.NaN, b ? b.estimator.ewmaMs() : Number.NaN),
         samples: Math.max(f?.observations ?? 0, b?.observations ?? 0),
         straggler,
+        // Every direction that straggles is counting healthy samples towards leaveAfter.
+        recovering: straggler && [f, b].every((d) => !d || !d.hysteresis.active || d.hysteresis.recovering),
         reason,
         error,
       });

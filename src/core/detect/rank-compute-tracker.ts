@@ -100,6 +100,7 @@ export class RankComputeTracker {
         referenceMs,
         ratio: referenceMs > 0 ? r.total.median() / referenceMs : Number.NaN,
         straggler: r.hysteresis.active,
+        recovering: r.hysteresis.recovering,
       });
     }
     return out;

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Span } from '@opentelemetry/api';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlConfig } from '../../core/control/control-config.type';
-import { ControlOutcome } from '../../core/control/control-decision.type';
+import { ControlDecision, ControlOutcome } from '../../core/control/control-decision.type';
+import { DecisionRecord } from '../../core/control/decision-record.type';
 import { stragglingLinks } from '../../core/control/judge-decision';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
@@ -116,11 +117,14 @@ export class ControlService {
     if (outcome.predictedCurrentMs !== null) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'current' }, outcome.predictedCurrentMs / 1000);
     this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'static' }, outcome.predictedStaticMs / 1000);
     job.evaluated();
-    const refined = await this.refine(job, input, outcome.decision !== null);
+    // The first phase's decision is judged at once; a refinement runs only with the plan in force.
+    let judged = outcome.decision && this.judge(job, outcome.decision, outcome.predictedCurrentMs, now);
+    const refined = await this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none');
     if (job.released) return; // let go while refining
-    if (refined) outcome = refined;
-    const judged = outcome.decision && judgeForJob(job, outcome.decision, outcome.predictedCurrentMs, this.config, now);
-    if (judged) this.metrics.decisions.inc({ job: job.jobId, kind: judged.record.kind, verdict: judged.record.verdict });
+    if (refined?.decision) {
+      outcome = refined;
+      judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
+    }
     const decision = judged && judged.take ? outcome.decision : null;
     if (decision && judged) {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
@@ -141,14 +145,21 @@ export class ControlService {
    * same links still straggle, the job is planned again with `control.refinePlanner` (the exact
    * planner for small jobs, the search above), which is never worse, and switched again when that
    * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns the
-   * refined outcome when it decides a switch, else null. `switching`: this step publishes the first
-   * plan now, so the refinement waits for the next step, asked for here.
+   * refined outcome when it decides a switch, else null. `firstPhase`: what became of this step's
+   * first-phase decision (JobRuntime.refineDue).
    */
-  private async refine(job: JobRuntime, input: JobControlInput, switching: boolean): Promise<ControlOutcome | null> {
+  private async refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined'): Promise<ControlOutcome | null> {
     const planner = this.config.control.refinePlanner;
-    if (!job.refineDue(stragglingLinks(input), planner !== 'none' && planner !== this.config.control.planner, switching)) return null;
+    if (!job.refineDue(stragglingLinks(input), planner !== 'none' && planner !== this.config.control.planner, firstPhase)) return null;
     const outcome = await this.decide(job, input, { ...this.controlConfig, planner: planner as ControlConfig['planner'] }, 'refining the plan');
     return outcome?.decision ? outcome : null;
+  }
+
+  /** The cost gate on a decision (judgeForJob: logged in the job's decision log), counted by verdict. */
+  private judge(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, now: number): { take: boolean; record: DecisionRecord } {
+    const judged = judgeForJob(job, decision, predictedCurrentMs, this.config, now);
+    this.metrics.decisions.inc({ job: job.jobId, kind: decision.kind, verdict: judged.record.verdict });
+    return judged;
   }
 
   /** A decision from the planning pool; null when planning failed (counted by the pool, logged here). */

@@ -9,7 +9,8 @@ import { switchLead } from '../publish/switch-lead';
 /**
  * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history and
  * the re-map handoff, logged in the job's decision log; the daemon's ControlService and `pipemorph
- * replay` alike. The lead counts from the newest report: one iteration to reach the read that can
+ * replay` alike; one declined only while the straggler is within the job's history of short ones is
+ * asked for again at the next report. The lead counts from the newest report: one iteration to reach the read that can
  * see the prepare, then the switch's lead.
  */
 export function judgeForJob(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, config: PipemorphConfig, now: number): { take: boolean; record: DecisionRecord } {
@@ -24,5 +25,7 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
     overrides: false,
   });
   job.decisions.record(verdict.record);
+  // A straggler still within the job's history of short ones is decided again at the next report.
+  if (verdict.revisitSoon) job.requestEvaluation();
   return verdict;
 }

@@ -3,6 +3,7 @@ import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { RankPosition } from '../../core/detect/detection.type';
 import { DetectionSnapshot, JobDetector } from '../../core/detect/job-detector';
 import { parseSchedule } from '../../core/pipeline/schedule';
+import defaults from '../../../config/default.json';
 import { LinkObservation } from '../../core/detect/detection.type';
 import { StragglerHistory } from '../../core/control/straggler-history';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
@@ -72,7 +73,7 @@ export class JobRuntime {
     readonly epoch: number,
     detection: DetectorConfig,
     origin: JobRuntimeOrigin = {},
-    stragglerPrior: { priorIterations: number; priorWeight: number } = { priorIterations: 100, priorWeight: 0.25 },
+    stragglerPrior: { priorIterations: number; priorWeight: number } = { priorIterations: defaults.control.stragglerPriorIterations, priorWeight: defaults.control.stragglerPriorWeight },
   ) {
     this.spec = new JobSpecView(spec);
     this.jobId = this.spec.jobId;
@@ -82,7 +83,7 @@ export class JobRuntime {
     this.reportedEpoch = origin.knownEpoch ?? 0;
     this.history = new JobHistory(this.spec.stages, this.spec.dp);
     this.layout = new LayoutTracker(this.spec, detection);
-    this.stragglers = new StragglerHistory(stragglerPrior);
+    this.stragglers = new StragglerHistory({ ...stragglerPrior, holdIterations: detection.leaveAfter });
   }
 
   /** The detector of the layout in force. */
@@ -165,17 +166,18 @@ export class JobRuntime {
 
   /**
    * Whether the control step should refine the plan for the straggling links `links` now (second
-   * phase, ControlService.refine): once per first plan and set of links, not while that first
-   * plan is being switched to (`switching`: asked again for the next step), never when `enabled`
-   * is false; forgotten once no link straggles.
+   * phase, ControlService.refine): once per first plan and set of links, and only with that plan
+   * in force: not while a first-phase switch is being published (`firstPhase` taken: asked again
+   * for the step after it), nor when the first phase proposed one that was declined (what runs is
+   * not a plan for these links). Never when `enabled` is false; forgotten once no link straggles.
    */
-  refineDue(links: string | null, enabled: boolean, switching: boolean): boolean {
+  refineDue(links: string | null, enabled: boolean, firstPhase: 'none' | 'taken' | 'declined'): boolean {
     if (links === null) {
       this.refinedLinks = null;
       return false;
     }
-    if (!enabled) return false;
-    if (switching) {
+    if (!enabled || firstPhase === 'declined') return false;
+    if (firstPhase === 'taken') {
       this.refinedLinks = null;
       this.requestEvaluation();
       return false;
@@ -287,7 +289,7 @@ export class JobRuntime {
    * under the schedule in force (Eq. 1).
    */
   stepInput(snapshot: DetectionSnapshot, now: number, remapMinIntervalMs: number): JobControlInput | null {
-    this.stragglers.observe(this.progress.maxIteration, stragglingKeys(snapshot));
+    this.stragglers.observe(this.progress.maxIteration, stragglingKeys(snapshot), stragglingKeys(snapshot, true));
     if (this.switching.handshake || this.layout.pendingTopology || this.progress.maxIteration < this.layout.holdUntilIteration) {
       this.requestEvaluation();
       return null;

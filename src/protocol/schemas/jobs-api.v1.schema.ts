@@ -2,14 +2,17 @@
 export const jobsApiV1Schema = {
   "$schema": "http://json-schema.org/draft-07/schema#",
   "$id": "https://pipemorph.dev/schemas/jobs-api.v1.schema.json",
-  "title": "Daemon HTTP API: GET /jobs and GET /jobs/:id",
-  "description": "Read-only views of the jobs one daemon replica owns (docs/operations.md, 'The jobs API'). Numbers the daemon does not know yet (NaN inside the daemon) are null. `GET /jobs` answers a jobList, `GET /jobs/:id` a jobDetail (404 when another replica owns the job, 400 for a malformed id). Reason, prediction and delegation entries have the shapes of the published schedule (schedule.v1.schema.json).",
+  "title": "Daemon HTTP API: GET /jobs, GET /jobs/:id and GET /jobs/:id/decisions",
+  "description": "Read-only views of the jobs one daemon replica owns (docs/operations.md, 'The jobs API'). Numbers the daemon does not know yet (NaN inside the daemon) are null. `GET /jobs` answers a jobList, `GET /jobs/:id` a jobDetail, `GET /jobs/:id/decisions` a decisionLog (404 when another replica owns the job, 400 for a malformed id). Reason, prediction and delegation entries have the shapes of the published schedule (schedule.v1.schema.json).",
   "oneOf": [
     {
       "$ref": "#/definitions/jobList"
     },
     {
       "$ref": "#/definitions/jobDetail"
+    },
+    {
+      "$ref": "#/definitions/decisionLog"
     }
   ],
   "definitions": {
@@ -212,6 +215,7 @@ export const jobsApiV1Schema = {
         "ewmaMs",
         "samples",
         "straggler",
+        "recovering",
         "reason",
         "error"
       ],
@@ -256,6 +260,10 @@ export const jobsApiV1Schema = {
         "straggler": {
           "type": "boolean"
         },
+        "recovering": {
+          "type": "boolean",
+          "description": "A straggler whose newest samples are healthy again, held by hysteresis (detection.leaveAfter) until it recovers."
+        },
         "reason": {
           "enum": [
             "nic-failure",
@@ -284,6 +292,7 @@ export const jobsApiV1Schema = {
         "ratio",
         "samples",
         "straggler",
+        "recovering",
         "error"
       ],
       "properties": {
@@ -320,6 +329,10 @@ export const jobsApiV1Schema = {
         "straggler": {
           "type": "boolean"
         },
+        "recovering": {
+          "type": "boolean",
+          "description": "A straggler whose newest samples are healthy again, held by hysteresis (detection.leaveAfter) until it recovers."
+        },
         "error": {
           "$ref": "#/definitions/linkError"
         }
@@ -337,7 +350,8 @@ export const jobsApiV1Schema = {
         "wMs",
         "referenceMs",
         "ratio",
-        "straggler"
+        "straggler",
+        "recovering"
       ],
       "properties": {
         "rank": {
@@ -369,6 +383,10 @@ export const jobsApiV1Schema = {
         },
         "straggler": {
           "type": "boolean"
+        },
+        "recovering": {
+          "type": "boolean",
+          "description": "A straggler whose newest samples are healthy again, held by hysteresis (detection.leaveAfter) until it recovers."
         }
       }
     },
@@ -614,6 +632,231 @@ export const jobsApiV1Schema = {
               "$ref": "https://pipemorph.dev/schemas/schedule.v1.schema.json#/properties/prediction"
             }
           }
+        }
+      }
+    },
+    "decisionLog": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "jobId",
+        "total",
+        "decisions"
+      ],
+      "description": "The newest control decisions of a job on the answering replica (at most 256 entries, oldest first): taken, declined by the cost gate (control.costAware) or paused, each with what it saw, predicted and would cost. A run of the same decision (same kind, verdict and stragglers, not taken) is one entry with `repeats`.",
+      "properties": {
+        "jobId": {
+          "type": "string"
+        },
+        "total": {
+          "$ref": "#/definitions/count",
+          "description": "Decisions judged since this replica took the job (repeats and entries no longer kept included)."
+        },
+        "decisions": {
+          "type": "array",
+          "items": {
+            "$ref": "#/definitions/decision"
+          }
+        }
+      }
+    },
+    "decision": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "at",
+        "iteration",
+        "kind",
+        "verdict",
+        "reason",
+        "evidence",
+        "prediction",
+        "cost",
+        "scheduleVersion",
+        "overrides",
+        "repeats",
+        "firstIteration"
+      ],
+      "properties": {
+        "at": {
+          "type": "number",
+          "description": "Daemon clock when decided, ms since the epoch."
+        },
+        "iteration": {
+          "type": "integer",
+          "minimum": -1,
+          "description": "The job's newest iteration when decided (-1 before any report)."
+        },
+        "firstIteration": {
+          "type": "integer",
+          "minimum": -1,
+          "description": "Iteration of the first decision of a run of repeats (= iteration when repeats is 1)."
+        },
+        "repeats": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "Steps in a row that made this same decision with this verdict."
+        },
+        "kind": {
+          "enum": [
+            "initial",
+            "straggler",
+            "recovery",
+            "nic-failure",
+            "remap"
+          ]
+        },
+        "verdict": {
+          "enum": [
+            "taken",
+            "declined",
+            "paused"
+          ],
+          "description": "taken: published; declined: its gain over the straggler's expected duration does not beat its cost; paused: switching paused for the job."
+        },
+        "reason": {
+          "type": "string",
+          "description": "One sentence: why taken or declined, with the numbers."
+        },
+        "evidence": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "links",
+            "dataParallelLinks"
+          ],
+          "properties": {
+            "links": {
+              "type": "array",
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "dp",
+                  "link",
+                  "extraMs",
+                  "nicFailure"
+                ],
+                "properties": {
+                  "dp": {
+                    "$ref": "#/definitions/count"
+                  },
+                  "link": {
+                    "$ref": "#/definitions/count"
+                  },
+                  "extraMs": {
+                    "type": "number"
+                  },
+                  "nicFailure": {
+                    "type": "boolean"
+                  }
+                }
+              }
+            },
+            "dataParallelLinks": {
+              "type": "array",
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "fromRank",
+                  "toRank",
+                  "extraMs"
+                ],
+                "properties": {
+                  "fromRank": {
+                    "$ref": "#/definitions/rank"
+                  },
+                  "toRank": {
+                    "$ref": "#/definitions/rank"
+                  },
+                  "extraMs": {
+                    "type": "number"
+                  }
+                }
+              }
+            }
+          }
+        },
+        "prediction": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "currentMs",
+            "newMs",
+            "staticMs"
+          ],
+          "description": "Predicted iteration times (all-reduce included), ms: what runs now, the decided plan, the initial plan, under the delays measured now.",
+          "properties": {
+            "currentMs": {
+              "$ref": "#/definitions/ms"
+            },
+            "newMs": {
+              "$ref": "#/definitions/ms"
+            },
+            "staticMs": {
+              "$ref": "#/definitions/ms"
+            }
+          }
+        },
+        "cost": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "gainMsPerIteration",
+                "expectedIterations",
+                "leadIterations",
+                "uncertainty",
+                "benefitMs",
+                "costMs"
+              ],
+              "description": "The cost gate's arithmetic: benefitMs = gainMsPerIteration x (1 - uncertainty) x (expectedIterations - leadIterations), taken when above costMs. Null for first plans, NIC failures and with control.costAware off.",
+              "properties": {
+                "gainMsPerIteration": {
+                  "type": "number"
+                },
+                "expectedIterations": {
+                  "type": [
+                    "number",
+                    "null"
+                  ],
+                  "description": "Iterations the straggler (for a recovery: the healthy spell) is expected to last; null for 'for good' (nothing ever straggled)."
+                },
+                "leadIterations": {
+                  "$ref": "#/definitions/count"
+                },
+                "uncertainty": {
+                  "type": "number"
+                },
+                "benefitMs": {
+                  "type": [
+                    "number",
+                    "null"
+                  ],
+                  "description": "null: unbounded (an expected duration 'for good')."
+                },
+                "costMs": {
+                  "type": "number"
+                }
+              }
+            }
+          ]
+        },
+        "scheduleVersion": {
+          "type": [
+            "integer",
+            "null"
+          ],
+          "description": "The version a taken decision was published as."
+        },
+        "overrides": {
+          "type": "boolean",
+          "description": "Per-job detection overrides were in force."
         }
       }
     }
