@@ -114,6 +114,20 @@ describe('JobDetector: severe samples', () => {
     expect(stragglers(r.detector.snapshot())).toEqual(['p1:2:delegation']);
   });
 
+  it('a straggler held through a flapping spell is sized by its newest K samples: one outlier does not resize it', () => {
+    const r = severe({ severeEnterAfter: 1 });
+    r.run(10);
+    // 30 ms, 2 on / 2 off: the hysteresis holds it (2 healthy < leaveAfter), severe runs of 1-2 samples.
+    let k = 0;
+    r.pipelineMs = (d, link) => 10 + (d === 1 && link === 2 && k % 4 < 2 ? 30 : 0);
+    for (; k < 20; k++) r.iterate();
+    r.pipelineMs = (d, link) => 10 + (d === 1 && link === 2 ? (k % 4 < 2 ? 30 : 0) + (k === 20 ? 500 : 0) : 0);
+    r.iterate(); // k = 20: the slow spell's first sample, and a 500 ms outlier (a pause)
+    const l = pipelineLink(r.detector.snapshot(), 1, 2);
+    expect(l.straggler).toBe(true);
+    expect(l.extraMs).toBeLessThan(40);
+  });
+
   it('a bad but not severe step still waits enterAfter samples', () => {
     const r = severe();
     r.run(10);

@@ -22,6 +22,8 @@ class Direction {
   lastError: LinkError = null;
   /** Trailing severe samples (extra >= severeExtraMs). */
   severeRun = 0;
+  /** Samples since it last became a straggler (0 before). */
+  sinceEntry = 0;
 
   constructor(config: DetectorConfig, nominalMs: number | undefined) {
     this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
@@ -29,11 +31,15 @@ class Direction {
   }
 
   /**
-   * Samples whose median sizes the straggler: the newest K (enterAfter), or only the severe run
-   * when a shorter one made it a straggler, so the healthy samples before a step do not hide it.
+   * Samples whose median sizes the straggler: the newest K (enterAfter), or, in the first K samples
+   * after a shorter severe run made it a straggler, only the samples since its onset, so the healthy
+   * samples before a step do not hide it. Later on the newest K again: in a straggler held through
+   * spells of healthy and slow samples (a flapping link), one sample alone would size it, and one
+   * outlier (a pause, a checkpoint) would re-plan it.
    */
   recentCount(enterAfter: number): number {
-    return this.hysteresis.active && this.severeRun > 0 && this.severeRun < enterAfter ? this.severeRun : enterAfter;
+    const young = this.hysteresis.active && this.sinceEntry < enterAfter;
+    return young && this.severeRun > 0 && this.severeRun < enterAfter ? this.severeRun : enterAfter;
   }
 }
 
@@ -112,6 +118,7 @@ export class PipelineLinkTracker {
       const severe = bad && extra >= this.config.severeExtraMs;
       d.severeRun = severe ? d.severeRun + 1 : 0;
       flipped = d.hysteresis.update(bad, severe);
+      d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (d.nicFailure && !d.hysteresis.active) {
         d.nicFailure = false;
         changed = true;
