@@ -89,4 +89,26 @@ describe('StragglerHistory', () => {
       }),
     );
   });
+
+  it('reconfigured with another prior, keeps the episodes it learned: the same history answers with the new prior', () => {
+    const learn = (h: StragglerHistory) => {
+      for (let k = 0; k < 3; k++) {
+        for (let i = 0; i < 4; i++) h.observe(10 * k + i, ['p:0:1']);
+        h.observe(10 * k + 4, []);
+      }
+      h.observe(40, ['p:0:1']);
+    };
+    const h = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
+    learn(h);
+    h.reconfigure({ priorIterations: 1000, priorWeight: 2 });
+    const fresh = new StragglerHistory({ priorIterations: 1000, priorWeight: 2 });
+    learn(fresh);
+    expect(h.episodesOf('p:0:1')).toBe(3);
+    expect(h.expectedRemaining('p:0:1', 41)).toBe(fresh.expectedRemaining('p:0:1', 41));
+    // The twin: without the reconfiguration the old prior answers.
+    const old = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
+    learn(old);
+    expect(old.expectedRemaining('p:0:1', 41)).not.toBe(h.expectedRemaining('p:0:1', 41));
+    expect(() => h.reconfigure({ priorIterations: 0, priorWeight: 1 })).toThrow(RangeError);
+  });
 });

@@ -93,9 +93,21 @@ export class StragglerHistory {
   private readonly jobEpisodes = new Ring(JOB_EPISODES_KEPT);
   private readonly jobGaps = new Ring(JOB_EPISODES_KEPT);
 
-  constructor(private readonly options: StragglerHistoryOptions) {
+  private options: StragglerHistoryOptions;
+
+  constructor(options: StragglerHistoryOptions) {
+    this.options = StragglerHistory.checked(options);
+  }
+
+  /** New prior and hold at run time; the episodes and gaps learned so far are kept. */
+  reconfigure(options: StragglerHistoryOptions): void {
+    this.options = StragglerHistory.checked(options);
+  }
+
+  private static checked(options: StragglerHistoryOptions): StragglerHistoryOptions {
     if (!(options.priorIterations > 0)) throw new RangeError(`priorIterations must be > 0, got ${options.priorIterations}`);
     if (!(options.priorWeight > 0)) throw new RangeError(`priorWeight must be > 0, got ${options.priorWeight}`);
+    return { ...options };
   }
 
   /**

@@ -20,6 +20,8 @@ class DataParallelLink {
   learned = Number.NaN;
   /** Latency plus one message at nominal bandwidth, ms (NaN without a nominal network). */
   nominal = Number.NaN;
+  /** Became a straggler while flagging was suspended: not reported as one. */
+  suppressed = false;
 
   constructor(
     readonly from: number,
@@ -49,9 +51,10 @@ export class DataParallelLinkTracker {
   private peerCount = 0;
   private sinceRefresh = 0;
   private active = 0;
+  private suspended = false;
 
   constructor(
-    private readonly config: DetectorConfig,
+    private config: DetectorConfig,
     private readonly rankOf: ArrayLike<number>,
     private readonly ppOf: ArrayLike<number>,
     private readonly network: NominalNetwork | null = null,
@@ -75,7 +78,13 @@ export class DataParallelLinkTracker {
     if (sample.error === 'nic-failure') {
       const changed = !link.nicFailure;
       link.nicFailure = true;
-      if (!link.hysteresis.force(true)) return changed;
+      if (link.hysteresis.force(true)) {
+        this.active++;
+        return true;
+      }
+      if (!link.suppressed) return changed;
+      // A held-back straggler whose NIC then failed: reported from now.
+      link.suppressed = false;
       this.active++;
       return true;
     }
@@ -90,10 +99,41 @@ export class DataParallelLinkTracker {
     if (++this.sinceRefresh >= this.refreshInterval()) this.refresh();
     // Like pipeline links: each sample (already a median over the iteration's chunks) is judged, and hysteresis asks for K in a row.
     const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link, sample.medianMs));
-    if (flipped) this.active += link.hysteresis.active ? 1 : -1;
-    let changed = flipped;
+    let changed = false;
+    if (flipped && link.hysteresis.active && this.suspended) link.suppressed = true;
+    else if (flipped && !link.hysteresis.active && link.suppressed) link.suppressed = false;
+    else if (flipped) {
+      this.active += link.hysteresis.active ? 1 : -1;
+      changed = true;
+    }
     if (link.nicFailure && !link.hysteresis.active) {
       link.nicFailure = false;
+      changed = true;
+    }
+    return changed;
+  }
+
+  /**
+   * New knobs, keeping each link's newest samples (as many as the new window holds), baseline and
+   * straggler state. The cached peer median is refreshed on its usual schedule, not here.
+   */
+  reconfigure(config: DetectorConfig): void {
+    this.config = config;
+    for (const link of this.all) {
+      link.window.resize(config.windowSize);
+      link.hysteresis.reconfigure(config.enterAfter, config.leaveAfter);
+    }
+  }
+
+  /** Suspends or resumes flagging (PipelineLinkTracker.suspend); true when what is reported changed. */
+  suspend(suspended: boolean): boolean {
+    this.suspended = suspended;
+    if (suspended) return false;
+    let changed = false;
+    for (const link of this.all) {
+      if (!link.suppressed) continue;
+      link.suppressed = false;
+      this.active++;
       changed = true;
     }
     return changed;
@@ -133,8 +173,8 @@ export class DataParallelLinkTracker {
           peerMedianMs,
           ratio: peerMedianMs > 0 ? medianMs / peerMedianMs : Number.NaN,
           samples: link.observations,
-          straggler: link.hysteresis.active,
-          recovering: link.hysteresis.recovering,
+          straggler: link.hysteresis.active && !link.suppressed,
+          recovering: link.hysteresis.recovering && !link.suppressed,
           error: link.nicFailure ? 'nic-failure' : link.lastError,
         });
       }

@@ -30,6 +30,39 @@ describe('Hysteresis', () => {
     );
   });
 
+  it('reconfigured, keeps its state and streak: it flips as soon as the streak so far reaches the new threshold', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.array(fc.boolean(), { maxLength: 60 }), fc.array(fc.boolean(), { maxLength: 60 }), (K, M, K2, M2, first, then) => {
+        const h = new Hysteresis(K, M);
+        let sinceFlip: boolean[] = [];
+        for (const bad of first) {
+          sinceFlip.push(bad);
+          if (h.update(bad)) sinceFlip = [];
+        }
+        const active = h.active;
+        h.reconfigure(K2, M2);
+        expect(h.active).toBe(active); // no flip at the reconfiguration itself
+        for (const bad of then) {
+          const wasActive = h.active;
+          sinceFlip.push(bad);
+          const flipped = h.update(bad);
+          expect(flipped).toBe(trailing(sinceFlip, !wasActive) >= (wasActive ? M2 : K2));
+          if (flipped) sinceFlip = [];
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('can fail: a fresh debouncer (the streak lost) flips later than the reconfigured one', () => {
+    const h = new Hysteresis(5, 5);
+    for (let k = 0; k < 3; k++) h.update(true);
+    h.reconfigure(4, 5);
+    const fresh = new Hysteresis(4, 5);
+    expect([h.update(true), fresh.update(true)]).toEqual([true, false]);
+    expect(() => h.reconfigure(0, 5)).toThrow(RangeError);
+  });
+
   it('never flips on alternating bad/good noise when K, M >= 2', () => {
     fc.assert(
       fc.property(fc.integer({ min: 2, max: 10 }), fc.integer({ min: 2, max: 10 }), fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 300 }), (K, M, startActive, firstBad, n) => {

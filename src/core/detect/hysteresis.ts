@@ -6,21 +6,35 @@
  * `enterAfterSevere` of them in a row: waiting costs most exactly when the evidence is clearest.
  */
 export class Hysteresis {
-  private readonly enter: number;
-  private readonly leave: number;
-  private readonly enterSevere: number;
+  private enter: number;
+  private leave: number;
+  private enterSevere: number;
   private on = false;
   private streak = 0;
   /** Trailing severe observations while inactive. */
   private severeStreak = 0;
 
   constructor(enterAfter: number, leaveAfter: number, enterAfterSevere = enterAfter) {
+    this.enter = this.leave = this.enterSevere = 1;
+    this.reconfigure(enterAfter, leaveAfter, enterAfterSevere);
+  }
+
+  /**
+   * New thresholds, keeping the state and the streaks counted so far: a streak that already
+   * reaches a lowered threshold flips the state at the next observation that continues it.
+   */
+  reconfigure(enterAfter: number, leaveAfter: number, enterAfterSevere = enterAfter): void {
     if (!Number.isInteger(enterAfter) || enterAfter < 1) throw new RangeError(`enterAfter must be a positive integer, got ${enterAfter}`);
     if (!Number.isInteger(leaveAfter) || leaveAfter < 1) throw new RangeError(`leaveAfter must be a positive integer, got ${leaveAfter}`);
     if (!Number.isInteger(enterAfterSevere) || enterAfterSevere < 1) throw new RangeError(`enterAfterSevere must be a positive integer, got ${enterAfterSevere}`);
     this.enter = enterAfter;
     this.leave = leaveAfter;
     this.enterSevere = enterAfterSevere;
+  }
+
+  /** Observations in a row that disagree with the state (the count towards a flip). */
+  get pendingStreak(): number {
+    return this.streak;
   }
 
   get active(): boolean {

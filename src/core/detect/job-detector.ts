@@ -44,10 +44,14 @@ export class JobDetector {
   private readonly pipeline: PipelineLinkTracker;
   private readonly dataParallel: DataParallelLinkTracker;
   private readonly compute: RankComputeTracker;
+  private knobs: DetectorConfig;
+  private suspended = false;
 
   constructor(topology: JobTopology, config: DetectorConfig, nominal?: { latencyMs?: number; gbps?: number }) {
     const problems = validateDetectorConfig(config);
     if (problems.length > 0) throw new InputError(`detector config: ${problems.join('; ')}`);
+    this.knobs = { ...config };
+    config = this.knobs;
     checkTopology(topology);
     const { stages, dpSize, ranks } = topology;
     this.stages = stages;
@@ -68,6 +72,51 @@ export class JobDetector {
     this.pipeline = new PipelineLinkTracker(config, stages, dpSize, network);
     this.dataParallel = new DataParallelLinkTracker(config, this.rankOf, this.ppOf, network);
     this.compute = new RankComputeTracker(config, stages, dpSize, this.ppOf);
+  }
+
+  /** The knobs in force (a copy). */
+  get config(): DetectorConfig {
+    return { ...this.knobs };
+  }
+
+  /** Whether flagging is suspended (suspend). */
+  get flaggingSuspended(): boolean {
+    return this.suspended;
+  }
+
+  /**
+   * New knobs at run time, without losing what was learned: every window keeps its newest samples
+   * (as many as the new window size holds; none is made up when it grows), baselines, EWMAs,
+   * sample counts, straggler states and the streaks counted towards a flip are kept. New
+   * thresholds (enterAfter, leaveAfter, severeEnterAfter, ratios, floors) judge each link's or
+   * rank's next sample; a state does not flip at the reconfiguration itself. Invalid knobs
+   * (validateDetectorConfig) throw an InputError and change nothing.
+   */
+  reconfigure(config: DetectorConfig): void {
+    const problems = validateDetectorConfig(config);
+    if (problems.length > 0) throw new InputError(`detector config: ${problems.join('; ')}`);
+    this.knobs = { ...config };
+    this.pipeline.reconfigure(this.knobs);
+    this.dataParallel.reconfigure(this.knobs);
+    this.compute.reconfigure(this.knobs);
+  }
+
+  /**
+   * Suspends (true) or resumes (false) flagging stragglers. While suspended the detector goes on
+   * measuring and judging every sample as usual (windows, baselines, hysteresis), but a link or
+   * rank that becomes a straggler is held back: the snapshot reports it as healthy
+   * (`straggler: false`), activeStragglerCount leaves it out and observe() does not say `changed`
+   * for it. Exceptions: a failed NIC is always reported (a failed link without delegation stalls
+   * the job), and stragglers flagged before the suspension stay flagged until they recover.
+   * Resuming reports at once every held-back one that still straggles. True when what the
+   * detector reports changed.
+   */
+  suspend(suspended: boolean): boolean {
+    this.suspended = suspended;
+    const a = this.pipeline.suspend(suspended);
+    const b = this.dataParallel.suspend(suspended);
+    const c = this.compute.suspend(suspended);
+    return a || b || c;
   }
 
   /**

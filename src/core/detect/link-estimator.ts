@@ -16,8 +16,8 @@ export interface LinkEstimatorOptions {
  */
 export class LinkEstimator {
   private readonly window: SlidingWindow;
-  private readonly alpha: number;
-  private readonly warmup: number;
+  private alpha: number;
+  private warmup: number;
   private readonly nominal: number;
   private count = 0;
   private last = Number.NaN;
@@ -30,6 +30,22 @@ export class LinkEstimator {
     this.alpha = options.ewmaAlpha;
     this.warmup = Math.max(1, options.baselineWarmup);
     this.nominal = options.nominalMs !== undefined && Number.isFinite(options.nominalMs) ? options.nominalMs : Number.NaN;
+  }
+
+  /**
+   * New window size, EWMA weight and warm-up, keeping what was learned: the newest samples (as
+   * many as the new window holds), the EWMA's value, the baseline and the sample count.
+   */
+  reconfigure(options: Omit<LinkEstimatorOptions, 'nominalMs'>): void {
+    if (!(options.ewmaAlpha > 0 && options.ewmaAlpha <= 1)) throw new RangeError(`ewmaAlpha must be in (0, 1], got ${options.ewmaAlpha}`);
+    this.window.resize(options.windowSize);
+    this.alpha = options.ewmaAlpha;
+    this.warmup = Math.max(1, options.baselineWarmup);
+  }
+
+  /** The samples in the window, oldest first. */
+  windowSamples(): number[] {
+    return this.window.samples();
   }
 
   /** Adds one sample (ms); NaN is dropped. */

@@ -24,10 +24,22 @@ class Direction {
   severeRun = 0;
   /** Samples since it last became a straggler (0 before). */
   sinceEntry = 0;
+  /** Became a straggler while flagging was suspended (JobDetector.suspend): not reported as one. */
+  suppressed = false;
 
   constructor(config: DetectorConfig, nominalMs: number | undefined) {
     this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
     this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, config.severeEnterAfter);
+  }
+
+  /** A straggler as reported: active and not held back by a suspension. */
+  get flagged(): boolean {
+    return this.hysteresis.active && !this.suppressed;
+  }
+
+  reconfigure(config: DetectorConfig): void {
+    this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup });
+    this.hysteresis.reconfigure(config.enterAfter, config.leaveAfter, config.severeEnterAfter);
   }
 
   /**
@@ -62,9 +74,10 @@ export class PipelineLinkTracker {
   private readonly activeDirections: Uint8Array;
   private activeLinks = 0;
   private tracked = 0;
+  private suspended = false;
 
   constructor(
-    private readonly config: DetectorConfig,
+    private config: DetectorConfig,
     stages: number,
     dpSize: number,
     private readonly nominal: NominalNetwork | null,
@@ -125,12 +138,58 @@ export class PipelineLinkTracker {
       }
     }
     if (flipped) {
-      changed = true;
       if (d.hysteresis.active) {
-        if (this.activeDirections[li]++ === 0) this.activeLinks++;
-      } else if (--this.activeDirections[li] === 0) this.activeLinks--;
+        // Entered while flagging is suspended: measured on, reported as healthy (a failed NIC is always reported).
+        if (this.suspended && !d.nicFailure) d.suppressed = true;
+        else {
+          changed = true;
+          this.count(li, 1);
+        }
+      } else if (d.suppressed) d.suppressed = false;
+      else {
+        changed = true;
+        this.count(li, -1);
+      }
+    } else if (d.suppressed && d.nicFailure) {
+      // A held-back straggler whose NIC then failed: reported from now.
+      d.suppressed = false;
+      changed = true;
+      this.count(li, 1);
     }
     return changed;
+  }
+
+  /**
+   * New knobs for every direction, keeping what each learned (ring of newest samples, EWMA,
+   * baseline, straggler state and streaks): thresholds apply from each direction's next sample.
+   */
+  reconfigure(config: DetectorConfig): void {
+    this.config = config;
+    for (const d of this.directions) d?.reconfigure(config);
+  }
+
+  /**
+   * Suspends (true) or resumes (false) flagging: while suspended, a direction that becomes a
+   * straggler is held back (measured on, not reported) unless its NIC failed; stragglers flagged
+   * before go on until they recover. Resuming reports the held-back ones that still straggle.
+   * True when a link's reported state changed.
+   */
+  suspend(suspended: boolean): boolean {
+    this.suspended = suspended;
+    if (suspended) return false;
+    const before = this.activeLinks;
+    this.directions.forEach((d, slot) => {
+      if (!d?.suppressed) return;
+      d.suppressed = false;
+      this.count(slot >> 1, 1);
+    });
+    return this.activeLinks !== before;
+  }
+
+  private count(li: number, delta: 1 | -1): void {
+    if (delta > 0) {
+      if (this.activeDirections[li]++ === 0) this.activeLinks++;
+    } else if (--this.activeDirections[li] === 0) this.activeLinks--;
   }
 
   /** Every link with a sample, in (dp, link) order; `rankAt(dp, pp)` names the ranks. */
@@ -166,7 +225,7 @@ export class PipelineLinkTracker {
         samples: Math.max(f?.observations ?? 0, b?.observations ?? 0),
         straggler,
         // Every direction that straggles is counting healthy samples towards leaveAfter.
-        recovering: straggler && [f, b].every((d) => !d || !d.hysteresis.active || d.hysteresis.recovering),
+        recovering: straggler && [f, b].every((d) => !d || !d.flagged || d.hysteresis.recovering),
         reason,
         error,
       });

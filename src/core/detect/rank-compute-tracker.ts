@@ -12,6 +12,8 @@ class RankCompute {
   samples = 0;
   /** Lowest window median of f+b+w after warm-up (NaN before). */
   learned = Number.NaN;
+  /** Became a straggler while flagging was suspended: not reported as one. */
+  suppressed = false;
 
   constructor(config: DetectorConfig) {
     this.total = new SlidingWindow(config.windowSize);
@@ -37,9 +39,10 @@ export class RankComputeTracker {
   private readonly cached: Float64Array;
   private readonly sinceRefresh: Int32Array;
   private active = 0;
+  private suspended = false;
 
   constructor(
-    private readonly config: DetectorConfig,
+    private config: DetectorConfig,
     private readonly stages: number,
     private readonly dpSize: number,
     private readonly ppOf: ArrayLike<number>,
@@ -77,8 +80,44 @@ export class RankComputeTracker {
     if (this.dpSize >= 2 && ++this.sinceRefresh[pp] >= this.members[pp].length) this.refreshStage(pp);
     const reference = this.reference(i, r);
     const flipped = r.hysteresis.update(median > this.config.computeSlowRatio * reference);
-    if (flipped) this.active += r.hysteresis.active ? 1 : -1;
-    return flipped;
+    if (!flipped) return false;
+    if (r.hysteresis.active && this.suspended) {
+      r.suppressed = true;
+      return false;
+    }
+    if (!r.hysteresis.active && r.suppressed) {
+      r.suppressed = false;
+      return false;
+    }
+    this.active += r.hysteresis.active ? 1 : -1;
+    return true;
+  }
+
+  /**
+   * New knobs, keeping each rank's newest samples (as many as the new window holds), baseline and
+   * straggler state. The stage caches are refreshed on their usual schedule, not here.
+   */
+  reconfigure(config: DetectorConfig): void {
+    this.config = config;
+    for (const r of this.ranks) {
+      if (r === undefined) continue;
+      for (const w of [r.total, r.f, r.b, r.w]) w.resize(config.windowSize);
+      r.hysteresis.reconfigure(config.enterAfter, config.leaveAfter);
+    }
+  }
+
+  /** Suspends or resumes flagging (PipelineLinkTracker.suspend); true when what is reported changed. */
+  suspend(suspended: boolean): boolean {
+    this.suspended = suspended;
+    if (suspended) return false;
+    let changed = false;
+    for (const r of this.ranks) {
+      if (!r?.suppressed) continue;
+      r.suppressed = false;
+      this.active++;
+      changed = true;
+    }
+    return changed;
   }
 
   /** Every rank with a sample, in the order of `byPosition` (rank indices by (dp, pp)). Refreshes the stage caches. */
@@ -99,8 +138,8 @@ export class RankComputeTracker {
         wMs: r.w.median(),
         referenceMs,
         ratio: referenceMs > 0 ? r.total.median() / referenceMs : Number.NaN,
-        straggler: r.hysteresis.active,
-        recovering: r.hysteresis.recovering,
+        straggler: r.hysteresis.active && !r.suppressed,
+        recovering: r.hysteresis.recovering && !r.suppressed,
       });
     }
     return out;

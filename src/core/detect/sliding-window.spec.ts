@@ -40,6 +40,42 @@ describe('SlidingWindow', () => {
     );
   });
 
+  it('resizes in place keeping the newest samples: then it goes on exactly as a window of the new size fed them', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 1, max: 16 }), fc.array(sample, { maxLength: 60 }), fc.array(sample, { maxLength: 40 }), (from, to, before, after) => {
+        const window = new SlidingWindow(from);
+        before.forEach((x) => window.add(x));
+        const held = window.samples();
+        expect(held).toEqual(before.slice(Math.max(0, before.length - from)));
+        window.resize(to);
+        // Nothing newer than what it held is lost, nothing is made up: the newest min(held, to).
+        const kept = held.slice(Math.max(0, held.length - to));
+        expect(window.samples()).toEqual(kept);
+        expect(window.capacity).toBe(to);
+        const fresh = new SlidingWindow(to);
+        kept.forEach((x) => fresh.add(x));
+        expect(window.median()).toBe(fresh.median());
+        for (const x of after) {
+          window.add(x);
+          fresh.add(x);
+          expect(window.samples()).toEqual(fresh.samples());
+          expect(window.median()).toBe(fresh.median());
+          expect(window.recentMedian(3)).toBe(fresh.recentMedian(3));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('can fail: the resize check tells a window that kept its oldest samples', () => {
+    const window = new SlidingWindow(4);
+    [1, 2, 3, 4].forEach((x) => window.add(x));
+    window.resize(2);
+    expect(window.samples()).toEqual([3, 4]);
+    expect(window.samples()).not.toEqual([1, 2]);
+    expect(() => window.resize(0)).toThrow(RangeError);
+  });
+
   it('evicts oldest first: a burst older than the window no longer counts', () => {
     const window = new SlidingWindow(3);
     for (const x of [100, 100, 100, 1, 2, 3]) window.add(x);

@@ -7,8 +7,8 @@ let scratch = new Float64Array(16);
  * one object per window keeps memory per link small, and add() moves at most capacity values.
  */
 export class SlidingWindow {
-  private readonly buf: Float64Array;
-  private readonly cap: number;
+  private buf: Float64Array;
+  private cap: number;
   private head = 0;
   private count = 0;
 
@@ -24,6 +24,29 @@ export class SlidingWindow {
 
   get capacity(): number {
     return this.cap;
+  }
+
+  /** The samples held, oldest first. */
+  samples(): number[] {
+    const out: number[] = [];
+    const first = this.count === this.cap ? this.head : 0;
+    for (let n = 0; n < this.count; n++) out.push(this.buf[(first + n) % this.cap]);
+    return out;
+  }
+
+  /**
+   * Changes the capacity in place, keeping the newest min(size, capacity) samples (a run-time
+   * reconfiguration: the window goes on from what it held, as if it had had this capacity for them).
+   */
+  resize(capacity: number): void {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`SlidingWindow capacity must be a positive integer, got ${capacity}`);
+    if (capacity === this.cap) return;
+    const kept = this.samples();
+    this.cap = capacity;
+    this.buf = new Float64Array(2 * capacity);
+    this.head = 0;
+    this.count = 0;
+    for (const x of kept.slice(Math.max(0, kept.length - capacity))) this.add(x);
   }
 
   /** Adds a sample, evicting the oldest when full. NaN is dropped: it has no place in a sorted order. */
