@@ -29,8 +29,13 @@ export interface JudgeContext {
   /** Predicted handoff of a re-map (moved ranks load their new stage in parallel), ms. */
   migrationMs: number;
   history: StragglerHistory;
-  /** Switching paused for the job (per-job override): decided and logged, never taken. */
+  /**
+   * Switching paused for the job (per-job override): decided and logged, never taken. Except the
+   * first plan (a job needs a schedule) and a NIC failure: with a failed NIC and no CPU delegation
+   * the link carries nothing and the job stalls, so that switch is taken and its record says so.
+   */
   paused: boolean;
+  /** Per-job overrides were in force (logged with the decision). */
   overrides: boolean;
 }
 
@@ -41,14 +46,17 @@ export interface JudgeContext {
  */
 export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; record: DecisionRecord } {
   const verdict = gateSwitch(decision, config, { iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history });
-  const paused = ctx.paused && decision.kind !== 'initial';
+  const exempt = decision.kind === 'initial' || decision.kind === 'nic-failure';
+  const paused = ctx.paused && !exempt;
   const take = verdict.take && !paused;
+  let reason = paused ? `switching paused for the job (would have been: ${verdict.reason})` : verdict.reason;
+  if (ctx.paused && decision.kind === 'nic-failure') reason = `${reason}; taken although switching is paused for the job: a failed NIC without delegation stalls it`;
   const record: DecisionRecord = {
     at: ctx.at,
     iteration: ctx.iteration,
     kind: decision.kind,
     verdict: paused ? 'paused' : take ? 'taken' : 'declined',
-    reason: paused ? `switching paused for the job (would have been: ${verdict.reason})` : verdict.reason,
+    reason,
     evidence: {
       links: decision.links.map(({ dp, link, extraMs, nicFailure }) => ({ dp, link, extraMs, nicFailure })),
       dataParallelLinks: (decision.dataParallelLinks ?? []).map(({ fromRank, toRank, extraMs }) => ({ fromRank, toRank, extraMs })),
