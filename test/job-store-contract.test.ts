@@ -118,6 +118,42 @@ describe.each(stores)('JobStore contract (%s)', (name, make) => {
   });
 });
 
+describe.each(stores)('JobStore contract: per-job overrides (%s)', (name, make) => {
+  const jobId = `contract-overrides-${name.replace(/ /g, '-')}-${run}`;
+  used.push(jobId);
+  const store = make();
+
+  it('writes the overrides key only when it still holds what the writer read (compare-and-set)', async () => {
+    expect(await store.readOverrides(jobId)).toBeNull();
+    expect(await store.replaceOverrides(jobId, 'v0', 'v1')).toBe(false); // not there yet
+    expect(await store.replaceOverrides(jobId, null, 'v1')).toBe(true);
+    expect(await store.replaceOverrides(jobId, null, 'v1 again')).toBe(false); // no longer absent
+    expect(await store.replaceOverrides(jobId, 'v0', 'v2')).toBe(false); // someone else wrote meanwhile
+    expect(await store.readOverrides(jobId)).toBe('v1');
+    expect(await store.replaceOverrides(jobId, 'v1', 'v2')).toBe(true);
+    expect(await store.readOverrides(jobId)).toBe('v2');
+    expect(await store.replaceOverrides(jobId, 'v1', null)).toBe(false);
+    expect(await store.replaceOverrides(jobId, 'v2', null)).toBe(true);
+    expect(await store.readOverrides(jobId)).toBeNull();
+    expect(await store.replaceOverrides(jobId, undefined, 'v3')).toBe(true); // whatever it held
+    expect(await store.replaceOverrides(jobId, undefined, null)).toBe(true);
+    expect(await store.readOverrides(jobId)).toBeNull();
+  });
+});
+
+describe('RedisJobStore: an overrides key of another type', () => {
+  it('fails the read with WRONGTYPE, and is deleted by a write that takes whatever it holds', async () => {
+    const jobId = `contract-overrides-wrongtype-${run}`;
+    used.push(jobId);
+    const store = new RedisJobStore(commands, blocking);
+    await commands.hset(jobKeys(jobId).overrides, 'pauseSwitching', 'true');
+    await expect(store.readOverrides(jobId)).rejects.toThrow(/WRONGTYPE/);
+    await expect(store.replaceOverrides(jobId, null, 'x')).rejects.toThrow(/WRONGTYPE/);
+    expect(await store.replaceOverrides(jobId, undefined, null)).toBe(true);
+    expect(await commands.exists(jobKeys(jobId).overrides)).toBe(0);
+  });
+});
+
 describe('RedisJobStore.retakeEpoch', () => {
   it('renews the lease it checks, and takes an epoch above the floor when the key holds no number', async () => {
     const jobId = `contract-retake-garbage-${run}`;

@@ -31,6 +31,12 @@ export interface JobKeys {
   epoch: string;
   /** Ownership lease of the daemon replica driving the job. */
   owner: string;
+  /**
+   * Per-job overrides (JSON string, schemas/job-overrides.v1.schema.json), absent when none:
+   * written by the operator (the API, or the operator's Redis user), never by ranks; read by the
+   * leading replica.
+   */
+  overrides: string;
 }
 
 export function jobKeys(jobId: string): JobKeys {
@@ -45,5 +51,6 @@ export function jobKeys(jobId: string): JobKeys {
     version: p + 'version',
     epoch: p + 'epoch',
     owner: p + 'owner',
+    overrides: p + 'overrides',
   };
 }

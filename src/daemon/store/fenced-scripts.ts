@@ -112,3 +112,22 @@ export const RELEASE_LEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 `;
+
+/**
+ * KEYS: overrides. ARGV: what the key must hold ('absent', 'any', or 'text': exactly ARGV[2]);
+ * '1' to delete, else '0'; the new text. Compare-and-set of a job's overrides (operator writes,
+ * not fenced by epoch: any replica's API may write them; 'any' also deletes a key of another
+ * type). Returns 1 when written, 0 when the key held something else.
+ */
+export const REPLACE_OVERRIDES = `
+if ARGV[1] ~= 'any' then
+  local cur = redis.call('GET', KEYS[1])
+  if ARGV[1] == 'absent' then
+    if cur then return 0 end
+  elseif cur ~= ARGV[2] then
+    return 0
+  end
+end
+if ARGV[3] == '1' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[4]) end
+return 1
+`;

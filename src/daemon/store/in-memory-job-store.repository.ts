@@ -25,6 +25,8 @@ interface JobRecord {
   lease: { owner: string; until: number } | null;
   /** Events announced on the job's control stream, oldest first. */
   control: ControlEvent[];
+  /** Text of the overrides key (null: absent). */
+  overrides: string | null;
 }
 
 /** A JobStore method made to fail: once (`times` 1) or every call until cleared. */
@@ -105,7 +107,7 @@ export class InMemoryJobStore implements JobStore {
   private job(jobId: string): JobRecord {
     let job = this.jobs.get(jobId);
     if (!job) {
-      job = { spec: null, committed: null, pending: null, version: 0, epoch: 0, lease: null, control: [] };
+      job = { spec: null, committed: null, pending: null, version: 0, epoch: 0, lease: null, control: [], overrides: null };
       this.jobs.set(jobId, job);
     }
     return job;
@@ -314,6 +316,19 @@ export class InMemoryJobStore implements JobStore {
     if (job.epoch === epoch) return 'held';
     job.epoch = Math.max(job.epoch + 1, floor + 1);
     return job.epoch;
+  }
+
+  async readOverrides(jobId: string): Promise<string | null> {
+    this.fault('readOverrides');
+    return this.jobs.get(jobId)?.overrides ?? null;
+  }
+
+  async replaceOverrides(jobId: string, expected: string | null | undefined, next: string | null): Promise<boolean> {
+    this.fault('replaceOverrides');
+    const job = this.job(jobId);
+    if (expected !== undefined && job.overrides !== expected) return false;
+    job.overrides = next;
+    return true;
   }
 
   async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {

@@ -91,6 +91,15 @@ export interface JobStore {
    */
   retakeEpoch(jobId: string, owner: string, ttlMs: number, epoch: number, floor?: number): Promise<RetakeResult>;
 
+  /** The text of the job's overrides key, null when absent; throws WRONGTYPE when it is not a string. */
+  readOverrides(jobId: string): Promise<string | null>;
+  /**
+   * Compare-and-set of the job's overrides key: writes `next` (null: deletes the key) only when
+   * the key still holds `expected` (null: absent; undefined: whatever it holds, of any type);
+   * false, changing nothing, otherwise.
+   */
+  replaceOverrides(jobId: string, expected: string | null | undefined, next: string | null): Promise<boolean>;
+
   readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }>;
   /** Allocates the next version above `floor`, only while `epoch` is still the job's epoch. */
   nextVersion(jobId: string, epoch: number, floor?: number): Promise<number | 'fenced'>;

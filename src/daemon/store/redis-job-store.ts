@@ -2,7 +2,7 @@ import Redis, { Cluster } from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
-import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, RETAKE_EPOCH } from './fenced-scripts';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, REPLACE_OVERRIDES, RETAKE_EPOCH } from './fenced-scripts';
 import { SystemClock } from '../clock/system-clock';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
 import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
@@ -31,6 +31,7 @@ interface ScriptedRedis extends Redis {
   pmCommitDirect(epochKey: string, scheduleKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmRenewLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmReleaseLease(ownerKey: string, owner: string): Promise<number>;
+  pmReplaceOverrides(overridesKey: string, mode: string, expected: string, remove: string, next: string): Promise<number>;
 }
 
 /**
@@ -58,6 +59,7 @@ export class RedisJobStore implements JobStore {
     define('pmCommitDirect', 3, COMMIT_DIRECT);
     define('pmRenewLease', 1, RENEW_LEASE);
     define('pmReleaseLease', 1, RELEASE_LEASE);
+    define('pmReplaceOverrides', 1, REPLACE_OVERRIDES);
   }
 
   async ping(): Promise<boolean> {
@@ -256,6 +258,16 @@ export class RedisJobStore implements JobStore {
     const keys = jobKeys(jobId);
     const taken = await this.redis.pmRetakeEpoch(keys.owner, keys.epoch, owner, ttlMs, epoch, floor);
     return taken < 0 ? 'lost' : taken === 0 ? 'held' : taken;
+  }
+
+  async readOverrides(jobId: string): Promise<string | null> {
+    return this.redis.get(jobKeys(jobId).overrides);
+  }
+
+  async replaceOverrides(jobId: string, expected: string | null | undefined, next: string | null): Promise<boolean> {
+    const mode = expected === undefined ? 'any' : expected === null ? 'absent' : 'text';
+    const done = await this.redis.pmReplaceOverrides(jobKeys(jobId).overrides, mode, expected ?? '', next === null ? '1' : '0', next ?? '');
+    return done === 1;
   }
 
   async readSchedules(jobId: string): Promise<{ committed: PublishedSchedule | null; pending: PublishedSchedule | null }> {
