@@ -32,6 +32,25 @@ describe('loadConfig', () => {
     expect([sentinel.sentinels, sentinel.sentinelName]).toEqual([['s0:26379'], 'mymaster']);
   });
 
+  it('takes the operator token from the environment as a string, and never names it in an error', () => {
+    expect(loadConfig({}).http.operatorToken).toBe('');
+    expect(loadConfig({ PIPEMORPH_OPERATOR_TOKEN: '12345678901234567890' }).http.operatorToken).toBe('12345678901234567890');
+    expect(loadConfig({ PIPEMORPH__http__operatorToken: '00000000000000000001' }).http.operatorToken).toBe('00000000000000000001');
+    const short = 'short-secret';
+    expectConfigError({ PIPEMORPH_OPERATOR_TOKEN: short }, /http\.operatorToken must match pattern/);
+    expect(() => loadConfig({ PIPEMORPH_OPERATOR_TOKEN: short })).not.toThrow(new RegExp(short));
+    expectConfigError({ PIPEMORPH_OPERATOR_TOKEN: 'has a space in it, sixteen+' }, /http\.operatorToken must match pattern/);
+  });
+
+  it('loads a config file written before http.operatorToken existed, and lets the environment set it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pipemorph-config-'));
+    const old = loadConfig({}) as { http: Record<string, unknown> };
+    delete old.http.operatorToken;
+    writeFileSync(join(dir, 'old.json'), JSON.stringify(old));
+    expect(loadConfig({ PIPEMORPH_CONFIG: join(dir, 'old.json') }).http.operatorToken).toBe('');
+    expect(loadConfig({ PIPEMORPH_CONFIG: join(dir, 'old.json'), PIPEMORPH_OPERATOR_TOKEN: 'a-token-of-20-chars!' }).http.operatorToken).toBe('a-token-of-20-chars!');
+  });
+
   it.each<[NodeJS.ProcessEnv, RegExp]>([
     [{ PIPEMORPH__control__minGain: '2' }, /control\.minGain must be <= 1/],
     [{ PIPEMORPH__control__planner: 'magic' }, /control\.planner must be one of \["adaptive","search","optimal"\]/],

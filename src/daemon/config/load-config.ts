@@ -23,13 +23,18 @@ const ALIASES: Record<string, string> = {
   REDIS_CLUSTER_NODES: 'redis.cluster.nodes',
   REDIS_SENTINELS: 'redis.sentinels',
   PORT: 'http.port',
+  PIPEMORPH_OPERATOR_TOKEN: 'http.operatorToken',
 };
 const PREFIX = 'PIPEMORPH__';
 
 /** Node lists may be given as a comma-separated list (`host:port,host:port`) as well as JSON. */
 const LIST_ALIASES = new Set(['REDIS_CLUSTER_NODES', 'REDIS_SENTINELS']);
 
-function parseValue(raw: string, name = ''): unknown {
+/** Secrets are taken as given: a token of digits must not turn into a number. */
+const STRING_KEYS = new Set(['http.operatorToken']);
+
+function parseValue(raw: string, name = '', path = ''): unknown {
+  if (STRING_KEYS.has(path)) return raw;
   if (LIST_ALIASES.has(name) && !raw.trim().startsWith('[')) return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
   try {
     return JSON.parse(raw);
@@ -64,10 +69,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   } catch (error) {
     throw new ConfigError(`cannot load config file ${path}: ${(error as Error).message}`);
   }
+  // Optional in older config files: the environment may still set it.
+  const http = raw.http as Record<string, unknown> | undefined;
+  if (typeof http === 'object' && http !== null && !('operatorToken' in http)) http.operatorToken = '';
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name), `environment ${name}`);
-    else if (name.startsWith(PREFIX)) setPath(raw, name.slice(PREFIX.length).split('__').join('.'), parseValue(value), `environment ${name}`);
+    if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name, ALIASES[name]), `environment ${name}`);
+    else if (name.startsWith(PREFIX)) {
+      const path = name.slice(PREFIX.length).split('__').join('.');
+      setPath(raw, path, parseValue(value, name, path), `environment ${name}`);
+    }
   }
   const problem = schema.check(raw);
   if (problem) throw new ConfigError(`invalid config (${path} with environment overrides): ${problem.replace(/^\//, '').replace(/\//g, '.')}`);

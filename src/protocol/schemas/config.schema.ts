@@ -98,6 +98,11 @@ export const configSchema = {
           "type": "integer",
           "minimum": 0,
           "maximum": 65535
+        },
+        "operatorToken": {
+          "type": "string",
+          "pattern": "^$|^[\\x21-\\x7E]{16,4096}$",
+          "description": "Bearer token of the operator API (PUT and DELETE /jobs/:id/overrides); empty: those endpoints are off (403). At least 16 printable ASCII characters without spaces. Give it through the environment (PIPEMORPH_OPERATOR_TOKEN, from a Secret), not in a file."
         }
       }
     },
