@@ -3,6 +3,8 @@ import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
 import { JobViewController } from './api/job-view.controller';
 import { MetricsController } from './api/metrics.controller';
+import { OverridesController } from './api/overrides.controller';
+import { OverridesService } from './overrides/overrides.service';
 import { Clock } from '../core/clock/clock.type';
 import { ClockModule } from './clock/clock.module';
 import { ConfigModule } from './config/config.module';
@@ -17,7 +19,10 @@ import { RedisModule } from './redis/redis.module';
 import { DaemonLifecycle } from './tasks/daemon-lifecycle.service';
 import { MaintenanceService } from './tasks/maintenance.service';
 
-/** The daemon: Redis in and out, the pure core in the middle, HTTP for health, metrics and inspection. */
+/** Options of NestFactory.create for the daemon's application (see AppModule.forRoot). */
+export const DAEMON_APP_OPTIONS = { bodyParser: false } as const;
+
+/** The daemon: Redis in and out, the pure core in the middle, HTTP for health, metrics, inspection and the operator's overrides. */
 @Module({})
 export class AppModule implements NestModule {
   /** No X-Powered-By header: the API does not advertise its framework (Express sets it before any middleware). */
@@ -30,13 +35,17 @@ export class AppModule implements NestModule {
       .forRoutes('*');
   }
 
-  /** `clock`: the system's unless a test moves time by hand. */
+  /**
+   * `clock`: the system's unless a test moves time by hand. Create the application with
+   * `bodyParser: false` (DAEMON_APP_OPTIONS): the one endpoint that takes a body reads it itself,
+   * after checking the operator token, so an unauthorized request is refused before it is parsed.
+   */
   static forRoot(config?: PipemorphConfig, clock?: Clock): DynamicModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(config), ClockModule.forRoot(clock), RedisModule],
-      controllers: [HealthController, MetricsController, JobsController, JobViewController],
-      providers: [MetricsService, PlanningPool, SchedulePublisher, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
+      controllers: [HealthController, MetricsController, JobsController, JobViewController, OverridesController],
+      providers: [MetricsService, PlanningPool, SchedulePublisher, OverridesService, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
     };
   }
 }

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 import { startTracing } from './tracing/start-tracing';
 const tracing = startTracing();
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from './app.module';
+import { AppModule, DAEMON_APP_OPTIONS } from './app.module';
 import { ConfigError, loadConfig } from './config/load-config';
 
 /** Starts the daemon; a bad configuration stops start-up with one clear line (exit 2). */
@@ -18,7 +18,7 @@ export async function bootstrap(): Promise<void> {
     }
     throw error;
   }
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
+  const app = await NestFactory.create(AppModule.forRoot(config), { ...DAEMON_APP_OPTIONS, logger: ['log', 'warn', 'error'] });
   app.enableShutdownHooks();
   if (tracing) process.once('beforeExit', () => void tracing.shutdown());
   await app.listen(config.http.port, config.http.host);

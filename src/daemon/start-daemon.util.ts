@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { AppModule } from './app.module';
+import { AppModule, DAEMON_APP_OPTIONS } from './app.module';
 import { PipemorphConfig } from './config/pipemorph-config.type';
 
 export interface StartedDaemon {
@@ -15,7 +15,7 @@ export interface StartedDaemon {
  * They then talk to it as any client does, through Redis and this URL.
  */
 export async function startDaemon(config: PipemorphConfig, options: { logs?: boolean; shutdownHooks?: boolean } = {}): Promise<StartedDaemon> {
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: options.logs ? ['log', 'warn', 'error'] : false });
+  const app = await NestFactory.create(AppModule.forRoot(config), { ...DAEMON_APP_OPTIONS, logger: options.logs ? ['log', 'warn', 'error'] : false });
   // Off for the demo, which handles Ctrl-C itself (finishes the iteration in hand).
   if (options.shutdownHooks) app.enableShutdownHooks();
   await app.listen(config.http.port, config.http.host);

@@ -24,12 +24,12 @@ export class DaemonProcess {
 
   private constructor(readonly port: number, private readonly configPath: string) {}
 
-  /** Starts a daemon with `config` (http.port is replaced by a free port). */
+  /** Starts a daemon with `config` (http.host and http.port are replaced: 127.0.0.1 and a free port). */
   static async start(config: PipemorphConfig): Promise<DaemonProcess> {
     const port = await freePort(20000, 29999);
     const dir = mkdtempSync(join(tmpdir(), 'pipemorph-daemon-'));
     const path = join(dir, 'config.json');
-    writeFileSync(path, JSON.stringify({ ...config, http: { host: '127.0.0.1', port } }));
+    writeFileSync(path, JSON.stringify({ ...config, http: { ...config.http, host: '127.0.0.1', port } }));
     const daemon = new DaemonProcess(port, path);
     daemon.launch();
     return daemon;

@@ -12,6 +12,7 @@ import { IngestService } from '../../src/daemon/ingest/ingest.service';
 import { JobRegistry } from '../../src/daemon/jobs/job-registry.service';
 import { JobRuntime } from '../../src/daemon/jobs/job-runtime';
 import { MetricsService } from '../../src/daemon/metrics/metrics.service';
+import { OverridesService } from '../../src/daemon/overrides/overrides.service';
 import { PlanningPool } from '../../src/daemon/planning/planning-pool.service';
 import { SchedulePublisher } from '../../src/daemon/publish/schedule-publisher.service';
 import { InMemoryJobStore } from '../../src/daemon/store/in-memory-job-store.repository';
@@ -27,6 +28,7 @@ export interface ServiceHarness {
   control: ControlService;
   planning: PlanningPool;
   registry: JobRegistry;
+  overrides: OverridesService;
   ingest: IngestService;
   health: HealthController;
 }
@@ -45,9 +47,10 @@ export function serviceHarness(options: { ownerId?: string; clock?: ManualClock;
   const publisher = new SchedulePublisher(store, config, metrics);
   const planning = new PlanningPool(config, metrics);
   const control = new ControlService(config, publisher, metrics, clock, planning);
-  const registry = new JobRegistry(store, config, publisher, metrics, clock);
+  const overrides = new OverridesService(store, config, metrics, clock);
+  const registry = new JobRegistry(store, config, publisher, metrics, clock, overrides);
   const ingest = new IngestService(store, config, registry, control, publisher, metrics, clock);
-  return { clock, store, config, metrics, publisher, control, planning, registry, ingest, health: new HealthController(store, ingest) };
+  return { clock, store, config, metrics, publisher, control, planning, registry, overrides, ingest, health: new HealthController(store, ingest) };
 }
 
 /** `stages` x `dp` ranks, one per node, every op `opMs`; device memory for 2 x stages activations. */

@@ -32,7 +32,14 @@ function summary(job: JobRuntime) {
       pendingVersion: job.layout.pendingTopology?.version ?? null,
       staleLayoutReports: job.layout.staleLayoutReports,
     },
+    overrides: overridesSummary(job),
   };
+}
+
+/** The per-job overrides in force, in brief (GET /jobs/:id/overrides has them in full). */
+function overridesSummary(job: JobRuntime) {
+  const doc = job.overrides.inForce;
+  return doc ? { version: doc.version, setBy: doc.setBy, reason: doc.reason, pauseDetection: job.overrides.pauseDetection, pauseSwitching: job.overrides.pauseSwitching } : null;
 }
 
 /** Read-only view of the jobs this replica owns; per-rank detail lives here, not in metric labels. */
@@ -65,11 +72,15 @@ export class JobsController {
     };
   }
 
-  /** The job's newest control decisions (schemas/jobs-api.v1.schema.json, `decisions`): taken, declined and paused, with evidence, prediction and cost. */
+  /**
+   * The job's newest control decisions (schemas/jobs-api.v1.schema.json, `decisionLog`): taken,
+   * declined and paused, with evidence, prediction and cost; and the changes of its per-job
+   * overrides (who, what, when) as this replica applied or refused them.
+   */
   @Get(':id/decisions')
   decisions(@Param('id') id: string) {
     const job = this.owned(checkId(id));
-    return { jobId: job.jobId, total: job.decisions.count, decisions: job.decisions.recent() };
+    return { jobId: job.jobId, total: job.decisions.count, decisions: job.decisions.recent(), overrideChanges: job.overrides.changes };
   }
 
   @Get(':id/schedule')

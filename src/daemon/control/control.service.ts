@@ -46,6 +46,12 @@ export class ControlService {
     return controlConfigOf(this.config);
   }
 
+  /** The control knobs for one job: its per-job minGain override, if any. */
+  private controlConfigFor(job: JobRuntime): ControlConfig {
+    const minGain = job.overrides.effective?.minGain;
+    return minGain === undefined ? this.controlConfig : { ...this.controlConfig, minGain };
+  }
+
   evaluate(job: JobRuntime, now = this.clock.now()): Promise<void> {
     return job.serialize(() => this.traced(job, now));
   }
@@ -97,7 +103,7 @@ export class ControlService {
     if (!input) return;
     // The version a switch would need is allocated while planning runs (one round trip less after it).
     const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
-    let outcome = await this.decide(job, input, this.controlConfig, 'planning');
+    let outcome = await this.decide(job, input, this.controlConfigFor(job), 'planning');
     await reserving;
     if (!outcome) {
       // Not retried at once (a planner that throws would throw again): the next maintenance run
@@ -151,7 +157,7 @@ export class ControlService {
   private async refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined'): Promise<ControlOutcome | null> {
     const planner = this.config.control.refinePlanner;
     if (!job.refineDue(stragglingLinks(input), planner !== 'none' && planner !== this.config.control.planner, firstPhase)) return null;
-    const outcome = await this.decide(job, input, { ...this.controlConfig, planner: planner as ControlConfig['planner'] }, 'refining the plan');
+    const outcome = await this.decide(job, input, { ...this.controlConfigFor(job), planner: planner as ControlConfig['planner'] }, 'refining the plan');
     return outcome?.decision ? outcome : null;
   }
 

@@ -7,22 +7,23 @@ import { JobRuntime } from '../jobs/job-runtime';
 import { switchLead } from '../publish/switch-lead';
 
 /**
- * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history and
- * the re-map handoff, logged in the job's decision log; the daemon's ControlService and `pipemorph
+ * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history,
+ * the re-map handoff and its per-job overrides, logged in the job's decision log; the daemon's ControlService and `pipemorph
  * replay` alike; one declined only while the straggler is within the job's history of short ones is
  * asked for again at the next report. The lead counts from the newest report: one iteration to reach the read that can
  * see the prepare, then the switch's lead.
  */
 export function judgeForJob(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, config: PipemorphConfig, now: number): { take: boolean; record: DecisionRecord } {
-  const verdict = judgeDecision(decision, predictedCurrentMs, switchCostConfigOf(config), {
+  // The job's overrides (cost knobs, switching paused) when it has any, else the configuration.
+  const verdict = judgeDecision(decision, predictedCurrentMs, job.overrides.effective?.switchCost ?? switchCostConfigOf(config), {
     at: now,
     iteration: job.progress.maxIteration,
     leadIterations: 1 + switchLead(job, decision, config),
     // Moved ranks load their new stage in parallel: one node's handoff.
     migrationMs: decision.topology ? config.remap.migrationMsPerNode : 0,
     history: job.stragglers,
-    paused: false,
-    overrides: false,
+    paused: job.overrides.pauseSwitching,
+    overrides: job.overrides.active,
   });
   job.decisions.record(verdict.record);
   // A straggler still within the job's history of short ones is decided again at the next report.

@@ -6,6 +6,7 @@ import { jobKeys } from '../../protocol/redis-keys';
 import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { MetricsService } from '../metrics/metrics.service';
+import { OverridesService } from '../overrides/overrides.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
 import { JobRuntime } from './job-runtime';
@@ -44,6 +45,7 @@ export class JobRegistry {
     private readonly publisher: SchedulePublisher,
     private readonly metrics: MetricsService,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly overrides: OverridesService,
   ) {
     this.replicaId = config.jobs.ownerId || `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   }
@@ -71,7 +73,10 @@ export class JobRegistry {
     return [...this.byReportsStream.keys()];
   }
 
-  /** Takes unowned jobs, renews leases of owned ones and lets go of jobs whose lease was lost. */
+  /**
+   * Takes unowned jobs, renews leases of owned ones and lets go of jobs whose lease was lost; then
+   * reads the per-job overrides of the jobs it leads (in the background, between their control steps).
+   */
   async discover(): Promise<void> {
     const ttl = this.config.jobs.leaseMs;
     for (const job of this.all()) {
@@ -89,6 +94,7 @@ export class JobRegistry {
       if (await this.store.acquireLease(jobId, this.replicaId, ttl)) await this.adopt(jobId);
     }
     this.metrics.jobsOwned.set(this.owned.size);
+    for (const job of this.all()) this.overrides.poll(job);
   }
 
   /**
@@ -100,6 +106,9 @@ export class JobRegistry {
   private async restoreLost(job: JobRuntime): Promise<boolean> {
     if ((await this.store.loadSpec(job.jobId)) || (await this.store.ownerOf(job.jobId))) return false;
     await this.store.saveSpec(job.spec.registration, job.registrationId);
+    // The overrides in force go back too (only into an absent key: an operator may have written since).
+    const overrides = job.overrides.inForce ? job.overrides.lastText : null;
+    if (overrides !== null) await this.store.replaceOverrides(job.jobId, null, overrides);
     if (!(await this.store.acquireLease(job.jobId, this.replicaId, this.config.jobs.leaseMs))) return false;
     this.logger.warn(`job ${job.jobId}: Redis lost the job's keys; restoring it from this replica's memory`);
     this.metrics.jobsRestored.inc();
@@ -186,6 +195,8 @@ export class JobRegistry {
       this.metrics.forgetJob(jobId, previous.spec.stages, true);
     }
     this.metrics.initJob(jobId, epoch);
+    // Before the runtime can decide anything: the job's overrides survive a failover.
+    await this.overrides.adopt(job, previous);
     if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);
     if (pending) await this.publisher.abandonPending(job, pending);
     this.owned.set(jobId, job);

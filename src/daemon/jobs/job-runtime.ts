@@ -13,6 +13,9 @@ import { IngestCounters } from '../ingest/ingest-counters.model';
 import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
 import { DecisionLog } from './decision-log';
 import { JobHistory } from './job-history';
+import { JobOverridesState, OverridesChange } from './job-overrides.model';
+import { JobOverrides } from '../../protocol/job-overrides';
+import { EffectiveKnobs } from '../overrides/effective-knobs';
 import { JobSpecView } from './job-spec.view';
 import { LayoutTracker } from './layout-tracker.model';
 import { RankProgress } from './rank-progress.model';
@@ -58,6 +61,8 @@ export class JobRuntime {
   readonly decisions = new DecisionLog();
   /** How long this job's stragglers last (cost-aware switching). */
   readonly stragglers: StragglerHistory;
+  /** The job's per-job overrides in force on this replica, and their changes (OverridesService). */
+  readonly overrides = new JobOverridesState();
   private inForce: PublishedSchedule | null = null;
   private evaluationWanted = true;
   private letGo = false;
@@ -185,6 +190,19 @@ export class JobRuntime {
     if (this.refinedLinks === links) return false;
     this.refinedLinks = links;
     return true;
+  }
+
+  /**
+   * Puts per-job overrides in force without a restart (`doc` null: cleared, `knobs` are then the
+   * configuration's): the detector is reconfigured in place keeping what it learned, the straggler
+   * history takes the new prior and hold, and the next control step decides with them.
+   */
+  applyOverrides(doc: JobOverrides | null, knobs: EffectiveKnobs, text: string | null, change?: OverridesChange): void {
+    this.layout.reconfigure(knobs.detection, knobs.pauseDetection);
+    this.stragglers.reconfigure({ priorIterations: knobs.switchCost.stragglerPriorIterations, priorWeight: knobs.switchCost.stragglerPriorWeight, holdIterations: knobs.detection.leaveAfter });
+    this.overrides.set(doc, doc ? knobs : null, text);
+    if (change) this.overrides.record(change);
+    this.requestEvaluation();
   }
 
   requestEvaluation(): void {

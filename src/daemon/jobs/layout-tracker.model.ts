@@ -27,9 +27,22 @@ export class LayoutTracker {
   private pending: TopologyAssignment | null = null;
   private holdUntil = -1;
   private staleReports = 0;
+  private flaggingSuspended = false;
 
-  constructor(private readonly spec: JobSpecView, private readonly detection: DetectorConfig) {
+  constructor(private readonly spec: JobSpecView, private detection: DetectorConfig) {
     this.place([...spec.reportingPositions]);
+  }
+
+  /**
+   * New detection knobs and pause at run time (per-job overrides): the detector in force is
+   * reconfigured in place, keeping what it learned (JobDetector.reconfigure, suspend), and a
+   * detector built for a later re-map starts with them. True when what the detector reports changed.
+   */
+  reconfigure(detection: DetectorConfig, pauseDetection: boolean): boolean {
+    this.jobDetector.reconfigure(detection);
+    this.detection = { ...detection };
+    this.flaggingSuspended = pauseDetection;
+    return this.jobDetector.suspend(pauseDetection);
   }
 
   /** The reporting ranks at their current slots. */
@@ -122,7 +135,10 @@ export class LayoutTracker {
       this.slots.set(`${position.dp},${position.pp}`, position.rank);
     }
     const topology: JobTopology = { stages: this.spec.stages, dpSize: this.spec.dp, ranks: reporting };
-    this.jobDetector = new JobDetector(topology, this.detection, this.nominal());
+    const detector = new JobDetector(topology, this.detection, this.nominal());
+    // A fresh detector flags nothing new while detection is paused: what the old one held back or flagged is not carried over.
+    if (this.flaggingSuspended) detector.suspend(true);
+    this.jobDetector = detector;
   }
 
   /**

@@ -19,6 +19,16 @@ export const STRAGGLER_KINDS = ['pipeline', 'data_parallel', 'compute'] as const
 export const PREDICTION_SCHEDULES = ['current', 'static', 'healthy'] as const;
 export const INGEST_TYPES = ['register', 'registered', 'report', 'ack', 'unknown'] as const;
 export const INGEST_RESULTS = ['accepted', 'rejected', 'duplicate', 'stale_layout'] as const;
+/** Who handled a per-job overrides document: the operator API (any replica), or the job's leading replica applying the key. */
+export const OVERRIDES_SOURCES = ['api', 'leader'] as const;
+/**
+ * What became of it: applied (api: written; leader: in force), cleared (api: deleted; leader: the
+ * key was gone), rejected (api: 400 or 404; leader: refused, what was in force stays),
+ * unauthorized (api: no or wrong token, or the API is off), conflict (api: 409).
+ */
+export const OVERRIDES_RESULTS = ['applied', 'cleared', 'rejected', 'unauthorized', 'conflict'] as const;
+/** What a per-job override pauses. */
+export const PAUSE_KINDS = ['detection', 'switching'] as const;
 
 /** The version in pipemorph's package.json, found upwards from this file (source tree, dist/ or the container's /app). */
 function packageVersion(): string {
@@ -160,6 +170,26 @@ export class MetricsService {
   });
   readonly delegatedRanks = new Gauge({ name: 'pipemorph_delegated_ranks', help: 'Ranks with CPU delegation on in the committed schedule.', labelNames: ['job'] as const, registers: [this.registry] });
 
+  // --- per-job overrides ---
+  readonly overrides = new Counter({
+    name: 'pipemorph_overrides_total',
+    help: 'Per-job overrides documents handled, by source (api; leader: the key applied by the job leading replica) and result (applied, cleared, rejected, unauthorized, conflict).',
+    labelNames: ['source', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly overridesVersion = new Gauge({
+    name: 'pipemorph_overrides_version',
+    help: 'Version of the per-job overrides in force on the leading replica; 0 when none.',
+    labelNames: ['job'] as const,
+    registers: [this.registry],
+  });
+  readonly paused = new Gauge({
+    name: 'pipemorph_job_paused',
+    help: '1 while per-job overrides pause detection or switching for the job (what), else 0.',
+    labelNames: ['job', 'what'] as const,
+    registers: [this.registry],
+  });
+
   // --- ownership ---
   readonly jobsOwned = new Gauge({ name: 'pipemorph_jobs_owned', help: 'Jobs this replica owns (leads).', registers: [this.registry] });
   readonly jobsRegistered = new Gauge({ name: 'pipemorph_jobs_registered', help: 'Jobs in the Redis job index at the last discovery (owned by any replica or by none).', registers: [this.registry] });
@@ -203,6 +233,14 @@ export class MetricsService {
     this.buildInfo.set({ version: packageVersion(), node: process.version }, 1);
     // Counters exist from the start, so rate() and increase() see the first event.
     for (const type of INGEST_TYPES) for (const result of INGEST_RESULTS) this.ingestMessages.inc({ type, result }, 0);
+    for (const source of OVERRIDES_SOURCES) for (const result of OVERRIDES_RESULTS) this.overrides.inc({ source, result }, 0);
+  }
+
+  /** The overrides in force for a job it leads (none: version 0, nothing paused). */
+  overridesInForce(jobId: string, version: number, pauseDetection: boolean, pauseSwitching: boolean): void {
+    this.overridesVersion.set({ job: jobId }, version);
+    this.paused.set({ job: jobId, what: 'detection' }, pauseDetection ? 1 : 0);
+    this.paused.set({ job: jobId, what: 'switching' }, pauseSwitching ? 1 : 0);
   }
 
   /** Creates a job's series at zero when this replica takes it, so increase() over them sees the first event. */
@@ -214,6 +252,7 @@ export class MetricsService {
     for (const outcome of PUBLISH_OUTCOMES) this.publishes.inc({ job: jobId, outcome }, 0);
     for (const reason of ABORT_REASONS) this.handshakeAborts.inc({ job: jobId, reason }, 0);
     this.jobRefenced.inc({ job: jobId }, 0); // keeps its count when the job is taken again (forgetJob, stillLeading)
+    this.overridesInForce(jobId, 0, false, false);
   }
 
   /**
@@ -225,7 +264,8 @@ export class MetricsService {
   forgetJob(jobId: string, stages: number, stillLeading = false): void {
     const job = { job: jobId };
     if (!stillLeading) this.jobRefenced.remove(job);
-    for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.topologyVersion, this.scheduleCommitted, this.handshakeOpen, this.unackedRanks, this.delegatedRanks, this.staleRanks, this.jobEpoch]) metric.remove(job);
+    for (const metric of [this.pendingEntries, this.ingestLag, this.scheduleVersion, this.topologyVersion, this.scheduleCommitted, this.handshakeOpen, this.unackedRanks, this.delegatedRanks, this.staleRanks, this.jobEpoch, this.overridesVersion]) metric.remove(job);
+    for (const what of PAUSE_KINDS) this.paused.remove({ job: jobId, what });
     for (let link = 0; link + 1 < stages; link++) {
       this.linkExtraDelay.remove({ job: jobId, link: String(link) });
       this.linkExtraDelayObserved.remove({ job: jobId, link: String(link) });

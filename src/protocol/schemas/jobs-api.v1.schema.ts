@@ -3,7 +3,7 @@ export const jobsApiV1Schema = {
   "$schema": "http://json-schema.org/draft-07/schema#",
   "$id": "https://pipemorph.dev/schemas/jobs-api.v1.schema.json",
   "title": "Daemon HTTP API: GET /jobs, GET /jobs/:id and GET /jobs/:id/decisions",
-  "description": "Read-only views of the jobs one daemon replica owns (docs/operations.md, 'The jobs API'). Numbers the daemon does not know yet (NaN inside the daemon) are null. `GET /jobs` answers a jobList, `GET /jobs/:id` a jobDetail, `GET /jobs/:id/decisions` a decisionLog (404 when another replica owns the job, 400 for a malformed id). Reason, prediction and delegation entries have the shapes of the published schedule (schedule.v1.schema.json).",
+  "description": "Read-only views of the jobs one daemon replica owns (docs/operations.md, 'The jobs API'). Numbers the daemon does not know yet (NaN inside the daemon) are null. `GET /jobs` answers a jobList, `GET /jobs/:id` a jobDetail, `GET /jobs/:id/decisions` a decisionLog (404 when another replica owns the job, 400 for a malformed id), `GET /jobs/:id/overrides` an overridesView (any replica; 404 for a job not registered). Reason, prediction and delegation entries have the shapes of the published schedule (schedule.v1.schema.json).",
   "oneOf": [
     {
       "$ref": "#/definitions/jobList"
@@ -13,6 +13,9 @@ export const jobsApiV1Schema = {
     },
     {
       "$ref": "#/definitions/decisionLog"
+    },
+    {
+      "$ref": "#/definitions/overridesView"
     }
   ],
   "definitions": {
@@ -75,7 +78,8 @@ export const jobsApiV1Schema = {
         "stragglers",
         "delegatedRanks",
         "staleRanks",
-        "topology"
+        "topology",
+        "overrides"
       ],
       "properties": {
         "jobId": {
@@ -196,6 +200,43 @@ export const jobsApiV1Schema = {
               "$ref": "#/definitions/count"
             }
           }
+        },
+        "overrides": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "version",
+                "setBy",
+                "reason",
+                "pauseDetection",
+                "pauseSwitching"
+              ],
+              "properties": {
+                "version": {
+                  "type": "integer",
+                  "minimum": 1
+                },
+                "setBy": {
+                  "type": "string"
+                },
+                "reason": {
+                  "type": "string"
+                },
+                "pauseDetection": {
+                  "type": "boolean"
+                },
+                "pauseSwitching": {
+                  "type": "boolean"
+                }
+              }
+            }
+          ],
+          "description": "The per-job overrides in force on this replica (GET /jobs/:id/overrides has them in full), null when none: a job with detection or switching paused shows here."
         }
       }
     },
@@ -417,7 +458,8 @@ export const jobsApiV1Schema = {
         "counters",
         "links",
         "stageTimes",
-        "schedule"
+        "schedule",
+        "overrides"
       ],
       "description": "Everything in jobSummary except `stragglers`, which here lists the straggling links and ranks instead of counting them; plus the detector's view and the schedule in force.",
       "properties": {
@@ -632,6 +674,9 @@ export const jobsApiV1Schema = {
               "$ref": "https://pipemorph.dev/schemas/schedule.v1.schema.json#/properties/prediction"
             }
           }
+        },
+        "overrides": {
+          "$ref": "#/definitions/jobSummary/properties/overrides"
         }
       }
     },
@@ -641,9 +686,10 @@ export const jobsApiV1Schema = {
       "required": [
         "jobId",
         "total",
-        "decisions"
+        "decisions",
+        "overrideChanges"
       ],
-      "description": "The newest control decisions of a job on the answering replica (at most 256 entries, oldest first): taken, declined by the cost gate (control.costAware) or paused, each with what it saw, predicted and would cost. A run of the same decision (same kind, verdict and stragglers, not taken) is one entry with `repeats`.",
+      "description": "The newest control decisions of a job on the answering replica (at most 256 entries, oldest first): taken, declined by the cost gate (control.costAware) or paused, each with what it saw, predicted and would cost. A run of the same decision (same kind, verdict and stragglers, not taken) is one entry with `repeats`. `overrideChanges`: the job's per-job overrides as this replica applied, cleared or refused them (who, what, when).",
       "properties": {
         "jobId": {
           "type": "string"
@@ -657,6 +703,14 @@ export const jobsApiV1Schema = {
           "items": {
             "$ref": "#/definitions/decision"
           }
+        },
+        "overrideChanges": {
+          "type": "array",
+          "maxItems": 32,
+          "items": {
+            "$ref": "#/definitions/overridesChange"
+          },
+          "description": "The newest 32 changes of the job's per-job overrides on this replica, oldest first (decision records made while overrides were in force say `overrides: true`)."
         }
       }
     },
@@ -857,6 +911,266 @@ export const jobsApiV1Schema = {
         "overrides": {
           "type": "boolean",
           "description": "Per-job detection overrides were in force."
+        }
+      }
+    },
+    "overridesChange": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "at",
+        "action",
+        "seen",
+        "version",
+        "setBy",
+        "reason",
+        "setAt",
+        "overrides",
+        "problems"
+      ],
+      "description": "One change of a job's per-job overrides as its leading replica handled it.",
+      "properties": {
+        "at": {
+          "type": "number",
+          "description": "Daemon clock when this replica applied, cleared or refused it, ms since the epoch."
+        },
+        "action": {
+          "enum": [
+            "applied",
+            "cleared",
+            "rejected"
+          ],
+          "description": "applied: in force from now; cleared: the key was deleted, the configuration applies again; rejected: refused (problems), what was in force stays."
+        },
+        "seen": {
+          "enum": [
+            "api",
+            "poll",
+            "adoption"
+          ],
+          "description": "How this replica came to it: written through its own API, read at a discovery, or read when it took the job."
+        },
+        "version": {
+          "type": [
+            "integer",
+            "null"
+          ]
+        },
+        "setBy": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "description": "Who, as the document says (for a delete through the API: its setBy query parameter, if given)."
+        },
+        "reason": {
+          "type": [
+            "string",
+            "null"
+          ]
+        },
+        "setAt": {
+          "type": [
+            "number",
+            "null"
+          ],
+          "description": "When the writer says it was written."
+        },
+        "overrides": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "$ref": "https://pipemorph.dev/schemas/job-overrides.v1.schema.json"
+            }
+          ],
+          "description": "The document applied (null when cleared or rejected)."
+        },
+        "problems": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          },
+          "description": "Why a rejected document was refused."
+        }
+      }
+    },
+    "overridesView": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "jobId",
+        "replica",
+        "leading",
+        "stored",
+        "storedProblems",
+        "inForce",
+        "effective",
+        "changes"
+      ],
+      "description": "GET /jobs/:id/overrides: the job's overrides key, validated now (any replica), and on the leading replica what it has in force and the knobs the job runs with.",
+      "properties": {
+        "jobId": {
+          "type": "string"
+        },
+        "replica": {
+          "type": "string",
+          "description": "The answering replica."
+        },
+        "leading": {
+          "type": "boolean",
+          "description": "Whether the answering replica leads the job; inForce, effective and changes are null or empty elsewhere."
+        },
+        "stored": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "$ref": "https://pipemorph.dev/schemas/job-overrides.v1.schema.json"
+            }
+          ],
+          "description": "The key's document when it is valid (null: absent or refused)."
+        },
+        "storedProblems": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          },
+          "description": "Why the key's content is refused (empty when valid or absent)."
+        },
+        "inForce": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "$ref": "https://pipemorph.dev/schemas/job-overrides.v1.schema.json"
+            }
+          ],
+          "description": "The document the leader applies (it follows the key within jobs.discoveryIntervalMs, and keeps the last valid one while the key is refused)."
+        },
+        "effective": {
+          "oneOf": [
+            {
+              "type": "null"
+            },
+            {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "detection",
+                "switchCost",
+                "minGain",
+                "pauseDetection",
+                "pauseSwitching"
+              ],
+              "description": "The knobs the job runs with: the configuration with the overrides on top.",
+              "properties": {
+                "detection": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "windowSize",
+                    "ewmaAlpha",
+                    "baselineWarmup",
+                    "enterAfter",
+                    "leaveAfter",
+                    "severeExtraMs",
+                    "severeEnterAfter",
+                    "minExtraMs",
+                    "delegationThresholdMs",
+                    "dpSlowRatio",
+                    "dpMinExtraMs",
+                    "computeSlowRatio"
+                  ],
+                  "properties": {
+                    "windowSize": {
+                      "type": "number"
+                    },
+                    "ewmaAlpha": {
+                      "type": "number"
+                    },
+                    "baselineWarmup": {
+                      "type": "number"
+                    },
+                    "enterAfter": {
+                      "type": "number"
+                    },
+                    "leaveAfter": {
+                      "type": "number"
+                    },
+                    "severeExtraMs": {
+                      "type": "number"
+                    },
+                    "severeEnterAfter": {
+                      "type": "number"
+                    },
+                    "minExtraMs": {
+                      "type": "number"
+                    },
+                    "delegationThresholdMs": {
+                      "type": "number"
+                    },
+                    "dpSlowRatio": {
+                      "type": "number"
+                    },
+                    "dpMinExtraMs": {
+                      "type": "number"
+                    },
+                    "computeSlowRatio": {
+                      "type": "number"
+                    }
+                  }
+                },
+                "switchCost": {
+                  "type": "object",
+                  "additionalProperties": false,
+                  "required": [
+                    "costAware",
+                    "switchCostMs",
+                    "predictionUncertainty",
+                    "stragglerPriorIterations",
+                    "stragglerPriorWeight"
+                  ],
+                  "properties": {
+                    "costAware": {
+                      "type": "boolean"
+                    },
+                    "switchCostMs": {
+                      "type": "number"
+                    },
+                    "predictionUncertainty": {
+                      "type": "number"
+                    },
+                    "stragglerPriorIterations": {
+                      "type": "number"
+                    },
+                    "stragglerPriorWeight": {
+                      "type": "number"
+                    }
+                  }
+                },
+                "minGain": {
+                  "type": "number"
+                },
+                "pauseDetection": {
+                  "type": "boolean"
+                },
+                "pauseSwitching": {
+                  "type": "boolean"
+                }
+              }
+            }
+          ]
+        },
+        "changes": {
+          "type": "array",
+          "maxItems": 32,
+          "items": {
+            "$ref": "#/definitions/overridesChange"
+          }
         }
       }
     }
