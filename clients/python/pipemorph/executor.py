@@ -51,6 +51,7 @@ class StageExecutor:
         self.prev_rank, self.next_rank = stage - 1, stage + 1  # pipeline neighbours
         self.data_offset = 0  # replica d trains on microbatches d * microbatches + j of each iteration
         self.before_step: Optional[Callable[[], None]] = None  # the data-parallel gradient all-reduce
+        self.before_op: Optional[Callable[[int], None]] = None  # noise (noise.py): called with each op's index
 
     @property
     def first(self) -> bool:
@@ -73,7 +74,9 @@ class StageExecutor:
         op_ms: Dict[str, List[float]] = {"F": [], "B": [], "W": []}
         inflight = peak = 0
         self.optimizer.zero_grad(set_to_none=True)
-        for kind, j in plan:
+        for index, (kind, j) in enumerate(plan):
+            if self.before_op is not None:
+                self.before_op(index)  # a pause is not an op's time: outside the op's clock
             t0 = time.perf_counter()
             if kind == "F":
                 x = receiver.take(ACT, j) if not self.first else None

@@ -5,7 +5,7 @@ Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
       [--profile P.json] (--schedule SCHEDULE.json | --redis URL --job ID) [--register REGISTRATION.json]
       [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
-      [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip]
+      [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip] [--noise SPEC]
 
 See clients/python/README.md for the result's shape. Exit 2 on bad input, 1 when a rank fails
 (the others are killed; collectives and receives time out rather than hang).
@@ -56,6 +56,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint-dir", help="where ranks hand stage state to re-mapped ranks (default: a temporary folder)")
     p.add_argument("--handoff", choices=["load", "skip"], default="load", help="skip: moved ranks do not load (tests only)")
     p.add_argument("--dp-reduce", choices=["ring", "skip"], default="ring", help="skip: no gradient all-reduce (tests only)")
+    p.add_argument("--noise", default="none", help="seeded GC pauses, dataloader stalls, checkpoints (pipemorph/noise.py), "
+                   "e.g. seed=7,gc=0.02,stall=0.05,checkpointEvery=40,checkpointMs=300; default none")
     a = p.parse_args(argv)
     problems = []
     if a.stages < 2 or a.microbatches < 1 or a.iterations < 1 or a.dp < 1:
@@ -66,6 +68,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         problems.append("--redis needs --job")
     if a.compute == "sleep" and not a.profile:
         problems.append("--compute sleep needs --profile")
+    try:
+        from .noise import parse_noise
+        parse_noise(a.noise)
+    except ValueError as error:
+        problems.append(str(error))
     if problems:
         p.error("; ".join(problems))
     return a
@@ -88,7 +95,7 @@ def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
         "saveParams": os.path.abspath(a.save_params) if a.save_params else None, "workDir": work_dir,
         "redis": a.redis, "job": a.job, "schedules": None, "dp": a.dp, "momentum": a.momentum,
         "checkpointDir": os.path.abspath(a.checkpoint_dir) if a.checkpoint_dir else os.path.join(work_dir, "checkpoints"),
-        "handoff": a.handoff, "dpReduce": a.dp_reduce,
+        "handoff": a.handoff, "dpReduce": a.dp_reduce, "noise": a.noise,
     }
     if a.profile:
         profile = _load(a.profile, "profile")

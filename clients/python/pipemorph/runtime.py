@@ -14,6 +14,7 @@ from .dataparallel import RingAllReduce
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
 from .layout import Layout
+from .noise import Noise, draw, pause
 from .transport import LinkSender, Receiver, summarize
 
 
@@ -22,7 +23,7 @@ class RankRuntime:
                  agreement: str = "min", control_group: Optional[Any] = None, start_time: float = 0.0,
                  report: bool = False, layout: Optional[Layout] = None, checkpoint_dir: Optional[str] = None,
                  handoff: str = "load", dp_reduce: str = "ring",
-                 times_for: Optional[Callable[[int], Optional[StageTimes]]] = None) -> None:
+                 times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, noise: Optional[Noise] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
         if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
@@ -33,6 +34,8 @@ class RankRuntime:
         self.report = report
         self.layout = layout or Layout.initial(stages, 1)
         self.checkpoint_dir, self.handoff, self.dp_reduce, self.times_for = checkpoint_dir, handoff, dp_reduce, times_for
+        self.noise = noise or Noise()
+        self.noise_log: List[Dict[str, Any]] = []  # the noise this rank played, per iteration it played any
         self.records: List[Dict[str, Any]] = []
         self.link_log: List[Dict[str, Any]] = []
         self.iteration = 0
@@ -146,7 +149,18 @@ class RankRuntime:
             elif toggle != self._toggle:
                 self._build_senders(toggle)
             e = self.executor
+            played = draw(self.noise, self.rank, self.pp, i, len(ops))
+            if played.pause_op is not None:
+                e.before_op = lambda index, p=played: pause(p.pause_ms, p.collect) if index == p.pause_op else None
+            if played.stall_ms > 0:
+                pause(played.stall_ms)  # stage 0's dataloader: before the first forward
             stats = e.run(ops, i, self._senders.get(e.prev_rank), self._senders.get(e.next_rank), Receiver(None))
+            e.before_op = None
+            if played.checkpoint_ms > 0:
+                pause(played.checkpoint_ms)  # every rank, at the iteration end
+            if played.pause_op is not None or played.stall_ms > 0 or played.checkpoint_ms > 0:
+                self.noise_log.append({"iteration": i, "pauseMs": played.pause_ms if played.pause_op is not None else 0.0,
+                                       "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms})
             ms = (time.perf_counter() - began) * 1000.0
             self.records.append({"iteration": i, "version": k, "ms": ms, "topology": self.layout.version,
                                  "dp": self.dp, "pp": self.pp})

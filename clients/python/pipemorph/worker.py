@@ -13,6 +13,7 @@ from .control import ScriptedControl
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
 from .layout import Layout
+from .noise import parse_noise
 from .runtime import RankRuntime
 from .stage import loss_fn, microbatch, stage_module
 
@@ -50,11 +51,12 @@ def main(config_path: str, rank: int) -> int:
         reporting = True
     runtime = RankRuntime(rank, stages, executor, control, DelayFile(c.get("delays"), stages - 1), c["agreement"],
                           control_group, c["startTime"], reporting, layout, c.get("checkpointDir"),
-                          c.get("handoff", "load"), c.get("dpReduce", "ring"), times_for)
+                          c.get("handoff", "load"), c.get("dpReduce", "ring"), times_for,
+                          parse_noise(c.get("noise")))
     dist.barrier(group=control_group)
     runtime.run(c["iterations"])
     dist.barrier(group=control_group)
-    result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "paramsDigest": runtime.params_digest()}
+    result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "noise": runtime.noise_log, "paramsDigest": runtime.params_digest()}
     if c.get("saveParams"):
         torch.save([p.detach() for p in module.parameters()], os.path.join(c["saveParams"], "rank%d.pt" % rank))
     with open(os.path.join(c["workDir"], "rank%d.json" % rank), "w", encoding="utf-8") as f:
