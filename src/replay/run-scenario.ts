@@ -6,13 +6,14 @@ import { CorpusScenario, StragglerLabel, StragglerSpec, StragglerTarget } from '
 import { GroundTruth, pairKey, ShapeValue, TruthState } from '../corpus/ground-truth';
 import { NoiseSource } from '../corpus/noise';
 import { allReduceOf, initialLayout, JobTelemetry, Layout, PlanInForce, registrationOf } from '../corpus/telemetry';
+import { RankReport, Registration } from '../protocol/protocol-v1.type';
 import { DecisionRecord } from '../core/control/decision-record.type';
 import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { ReplayJob, ReplaySwitch } from './replay-job';
 
 /** Where a replayed job's clock starts (2026-01-01T00:00:00Z). */
-const REPLAY_EPOCH_MS = Date.UTC(2026, 0, 1);
+export const REPLAY_EPOCH_MS = Date.UTC(2026, 0, 1);
 
 /** A flagged straggler of the detector: key (StragglerHistory's names) over [start, end]. */
 export interface DetectedEpisode {
@@ -184,14 +185,43 @@ export function labelScenario(sc: CorpusScenario, telemetry: JobTelemetry, confi
   });
 }
 
-/** Runs one scenario through the daemon's replayed control loop and the oracle. */
-export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?: MilpSolver): ScenarioRun {
-  const jobId = `corpus-${sc.seed}`;
+/** What the daemon's replayed control loop did on a scenario (runScenario adds labels and the oracle). */
+export interface ScenarioReplay {
+  episodes: DetectedEpisode[];
+  switches: SwitchEvent[];
+  /** The newest decisions judged (the job's decision log) and how many were declined in all. */
+  records: DecisionRecord[];
+  declined: number;
+  daemonMs: number;
+  wallMs: number;
+  steps: number;
+}
+
+/** Receives what the ranks send, in order: the registration once, then each iteration's reports (`pipemorph corpus`). */
+export interface ScenarioRecorder {
+  registration(registration: Registration): void;
+  reports(iteration: number, reports: RankReport[]): void;
+}
+
+/** The job id a scenario's job runs as (its registration and reports name it). */
+export function scenarioJobId(sc: CorpusScenario): string {
+  return `corpus-${sc.seed}`;
+}
+
+/**
+ * One scenario's job through the daemon's replayed control loop: each iteration the ranks run the
+ * schedule and layout the replay switched to (from its effective iteration), report, and the loop
+ * decides. With `recorder`, what the ranks send (the registration, then every report with its
+ * `sentAt`, the replayed clock) goes to it as well: a recording `pipemorph replay` takes back.
+ */
+export function replayScenario(sc: CorpusScenario, config: PipemorphConfig, solver?: MilpSolver, recorder?: ScenarioRecorder): ScenarioReplay {
+  const jobId = scenarioJobId(sc);
   const telemetry = new JobTelemetry(sc, jobId, controlConfigOf(config).transport);
   const truth = new GroundTruth(sc);
-  const labels = labelScenario(sc, telemetry, config, solver);
   const ranks = Array.from({ length: sc.shape.stages * sc.shape.dp }, (_, r) => r);
-  const replay = new ReplayJob(registrationOf(sc, jobId), config, solver);
+  const registration = registrationOf(sc, jobId);
+  recorder?.registration(registration);
+  const replay = new ReplayJob(registration, config, solver);
   let layout = initialLayout(sc);
   const first = replay.endIteration(REPLAY_EPOCH_MS);
   if (!first) throw new Error(`${sc.name}: no initial plan`);
@@ -220,7 +250,9 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
     const n = noise.iteration(t);
     daemonMs += itMs;
     wallMs += itMs + n.iterationExtraMs;
-    for (const r of telemetry.reports(t, plan, layout, state, itMs, noise, n)) replay.observe(r, at(wallMs));
+    const reports = telemetry.reports(t, plan, layout, state, itMs, noise, n);
+    if (recorder) recorder.reports(t, reports.map((r) => ({ ...r, sentAt: at(wallMs) })));
+    for (const r of reports) replay.observe(r, at(wallMs));
     const s = replay.endIteration(at(wallMs));
     if (s) {
       pending.push(s);
@@ -242,6 +274,16 @@ export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?
     }
   }
   for (const [k, start] of open) episodes.push({ key: k, start, end: sc.iterations - 1 });
-  const oracle = runOracle(sc, telemetry, truth, labels, config, solver);
-  return { scenario: sc, labels, episodes, switches, records: replay.records, declined: replay.job.decisions.countOf('declined'), daemonMs, oracleMs: oracle.ms, oracleSwitches: oracle.switches, wallMs, steps: replay.steps };
+  return { episodes, switches, records: replay.records, declined: replay.job.decisions.countOf('declined'), daemonMs, wallMs, steps: replay.steps };
+}
+
+/** Runs one scenario through the daemon's replayed control loop and the oracle. */
+export function runScenario(sc: CorpusScenario, config: PipemorphConfig, solver?: MilpSolver): ScenarioRun {
+  // One JobTelemetry per plan sequence: its cache knows a plan by its version number, and the
+  // labels, the daemon and the oracle each number their own plans from 0 or 1.
+  const telemetry = () => new JobTelemetry(sc, scenarioJobId(sc), controlConfigOf(config).transport);
+  const labels = labelScenario(sc, telemetry(), config, solver);
+  const run = replayScenario(sc, config, solver);
+  const oracle = runOracle(sc, telemetry(), new GroundTruth(sc), labels, config, solver);
+  return { scenario: sc, labels, ...run, oracleMs: oracle.ms, oracleSwitches: oracle.switches };
 }
