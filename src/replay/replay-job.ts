@@ -7,7 +7,7 @@ import { MilpSolver } from '../core/planner/optimal-planner';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
 import { judgeForJob } from '../daemon/control/judge-for-job';
-import { JobRuntime } from '../daemon/jobs/job-runtime';
+import { JobRuntime, ReportOutcome } from '../daemon/jobs/job-runtime';
 import { publishedScheduleOf } from '../daemon/publish/published-schedule';
 import { switchLead } from '../daemon/publish/switch-lead';
 import { RankReport, Registration } from '../protocol/protocol-v1.type';
@@ -35,6 +35,8 @@ export class ReplayJob {
   private version = 0;
   private lastStepAt = -Infinity;
   private stepsRun = 0;
+  /** Called with every decision judged, taken or not, once its step is done (a taken one has its version). */
+  onDecision: ((record: DecisionRecord) => void) | null = null;
 
   constructor(registration: Registration, private readonly config: PipemorphConfig, private readonly solver?: MilpSolver, private readonly maintenanceMs = 5000) {
     this.job = new JobRuntime(registration, 1, config.detection, {}, { priorIterations: config.control.stragglerPriorIterations, priorWeight: config.control.stragglerPriorWeight });
@@ -52,9 +54,11 @@ export class ReplayJob {
     return this.job.decisions.recent();
   }
 
-  /** One report, as ingest takes it. */
-  observe(report: RankReport, now: number): void {
-    if (this.job.observeReport(report, now).changed) this.job.requestEvaluation();
+  /** One report, as ingest takes it; what became of it (accepted, a duplicate, or of an older layout). */
+  observe(report: RankReport, now: number): ReportOutcome {
+    const { outcome, changed } = this.job.observeReport(report, now);
+    if (changed) this.job.requestEvaluation();
+    return outcome;
   }
 
   /** The end of an iteration's reports: a control step if one is due; the switch it decided, if any. */
@@ -74,14 +78,23 @@ export class ReplayJob {
     // As ControlService.step: the first phase judged at once, a refinement only with the plan in force.
     let decision = outcome.decision;
     let judged = decision && judgeForJob(job, decision, outcome.predictedCurrentMs, this.config, now);
+    const records = judged ? [judged.record] : [];
     const refinePlanner = this.config.control.refinePlanner;
     if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner, judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
       const refined = decideControl(input, { ...this.control, planner: refinePlanner as ControlConfig['planner'] }, this.solver);
       if (refined.decision) {
         decision = refined.decision;
         judged = judgeForJob(job, decision, refined.predictedCurrentMs, this.config, now);
+        records.push(judged.record);
       }
     }
+    const taken = this.commit(decision, judged, now);
+    if (this.onDecision) for (const r of records) this.onDecision(r);
+    return taken;
+  }
+
+  private commit(decision: ControlDecision | null, judged: { take: boolean; record: DecisionRecord } | null, now: number): ReplaySwitch | null {
+    const job = this.job;
     // Declined: decided again at the next straggler change or maintenance tick, as the daemon does.
     if (!decision || !judged || !judged.take) return null;
     const record = judged.record;
