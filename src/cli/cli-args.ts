@@ -3,34 +3,42 @@ import { InputError } from '../core/input-error';
 export interface ParsedArgs {
   command: string | undefined;
   options: Map<string, string | true>;
+  /** Every value of a repeatable option, in order (its last value is in `options` too). */
+  lists: Map<string, string[]>;
 }
 
 /**
- * `pipemorph <command> --key value --flag`. Flags listed in `booleanFlags` take no value.
+ * `pipemorph <command> --key value --flag`. Flags listed in `booleanFlags` take no value; options
+ * in `repeatable` may be given more than once (`--set a=1 --set b=2`), any other only once.
  * Unknown options are rejected by the command that reads them (see `expectOnly`).
  */
-export function parseArgs(argv: readonly string[], booleanFlags: ReadonlySet<string>): ParsedArgs {
+export function parseArgs(argv: readonly string[], booleanFlags: ReadonlySet<string>, repeatable: ReadonlySet<string> = new Set()): ParsedArgs {
   const [command, ...rest] = argv;
   const options = new Map<string, string | true>();
+  const lists = new Map<string, string[]>();
+  const set = (name: string, value: string) => {
+    options.set(name, value);
+    if (repeatable.has(name)) lists.set(name, [...(lists.get(name) ?? []), value]);
+  };
   for (let k = 0; k < rest.length; k++) {
     const token = rest[k];
     if (!token.startsWith('--') || token.length < 3) throw new InputError(`unexpected argument "${token}" (options look like --name value)`);
     const eq = token.indexOf('=');
     const name = eq > 0 ? token.slice(2, eq) : token.slice(2);
-    if (options.has(name)) throw new InputError(`option --${name} given twice`);
+    if (options.has(name) && !repeatable.has(name)) throw new InputError(`option --${name} given twice`);
     if (booleanFlags.has(name)) {
       if (eq > 0) throw new InputError(`option --${name} takes no value`);
       options.set(name, true);
     } else if (eq > 0) {
-      options.set(name, token.slice(eq + 1));
+      set(name, token.slice(eq + 1));
     } else {
       const value = rest[k + 1];
       if (value === undefined || value.startsWith('--')) throw new InputError(`option --${name} needs a value`);
-      options.set(name, value);
+      set(name, value);
       k++;
     }
   }
-  return { command, options };
+  return { command, options, lists };
 }
 
 export function expectOnly(options: Map<string, unknown>, allowed: readonly string[], command: string): void {

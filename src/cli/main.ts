@@ -2,8 +2,10 @@
 import { InputError } from '../core/input-error';
 import { parseArgs } from './cli-args';
 import { compareCommand, formatComparisonTable } from './commands/compare.command';
+import { corpusCommand } from './commands/corpus.command';
 import { planCommand } from './commands/plan.command';
 import { renderCommand } from './commands/render.command';
+import { replayCommand } from './commands/replay.command';
 import { simulateCommand } from './commands/simulate.command';
 import { toleranceCommand } from './commands/tolerance.command';
 
@@ -18,16 +20,28 @@ commands:
   compare   --profile P.json [--delay 0=60,6=30] [--budget-ms 50] [--table]
   render    --profile P.json (--schedule S.json | --policy adaptive) [--compare zb|<policy>]
             [--delay 6=60] [--title T]   (prints an SVG timeline)
+  corpus    --scenario "<name>" [--scale 0.1] [--iterations N] [--out file.jsonl] [--config C.json]
+            [--set section.key=value ...]
+            | --list   (a labeled corpus scenario as a JSONL recording of its job)
+  replay    (--recording file.jsonl | --redis redis://host:port --job <id>) [--config C.json]
+            [--set section.key=value ...] [--svg out.svg] [--json]
+            (a recorded job through detection and decisions: one line per decision and a summary)
 
-Each command but render prints one JSON object to stdout. Errors: one line on stderr, exit code 2.`;
+plan, simulate, tolerance and compare print one JSON object to stdout, render an SVG, replay text
+(JSON with --json), corpus its recording (a JSON summary with --out). Errors: one line on stderr, exit code 2.`;
 
-// A command may return a promise (plan --policy optimal loads the MILP solver's wasm first).
-const COMMANDS: Record<string, (options: Map<string, string | true>) => unknown> = {
+type Command = (options: Map<string, string | true>, lists: Map<string, string[]>) => unknown;
+
+// A command may return a promise (plan --policy optimal loads the MILP solver's wasm first);
+// one that wrote its output itself returns undefined.
+const COMMANDS: Record<string, Command> = {
   plan: planCommand,
   simulate: simulateCommand,
   tolerance: toleranceCommand,
   compare: compareCommand,
   render: renderCommand,
+  corpus: corpusCommand,
+  replay: replayCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -36,10 +50,11 @@ async function main(argv: readonly string[]): Promise<number> {
     return argv.length === 0 ? 2 : 0;
   }
   try {
-    const { command, options } = parseArgs(argv, new Set(['details', 'timeline', 'table']));
+    const { command, options, lists } = parseArgs(argv, new Set(['details', 'timeline', 'table', 'list', 'json']), new Set(['set']));
     const handler = command === undefined ? undefined : COMMANDS[command];
     if (!handler) throw new InputError(`unknown command "${command}" (try: ${Object.keys(COMMANDS).join(', ')})`);
-    const result = await handler(options);
+    const result = await handler(options, lists);
+    if (result === undefined) return 0;
     const table = command === 'compare' && options.has('table');
     process.stdout.write(typeof result === 'string' ? result : (table ? formatComparisonTable(result) : JSON.stringify(result)) + '\n');
     return 0;
