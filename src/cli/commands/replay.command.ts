@@ -85,7 +85,7 @@ export async function replayCommand(options: Map<string, string | true>, lists: 
   const job = `${reg.jobId} (${reg.stages} stages x ${reg.microbatches} microbatches, dp ${reg.dp})`;
   const configText = `config ${configPath ?? 'config/default.json'}${sets.map((s) => ` --set ${s}`).join('')}`;
   if (chart && svgPath !== undefined) {
-    const svg = renderDecisionReplaySvg(chart.chart(`pipemorph replay: ${job}`, `${recording.source} · ${configText} · ${result.summary.switches} switches, ${result.summary.declined} declined`));
+    const svg = renderDecisionReplaySvg(chart.chart(`pipemorph replay: ${job}`, `${recording.source} · ${configText} · ${result.summary.switches} switch${result.summary.switches === 1 ? '' : 'es'} taken, ${result.summary.declined} declined`));
     try {
       writeFileSync(svgPath, svg);
     } catch (error) {
