@@ -99,6 +99,12 @@ export interface StragglerLabel {
   end: number;
   /** Typical extra delay (ms) or slowdown factor. */
   magnitude: number;
+  /**
+   * First iteration it can be detected at: its delay at or above `detection.delegationThresholdMs`
+   * (a ramp or a trace step later than its start), its first for NIC failures and slowdowns; NaN
+   * when it never gets there. Time to detect counts from here.
+   */
+  detectableFrom: number;
   /** Predicted iteration time lost per iteration if nothing is done, and with the plan for it, ms. */
   staticMs: number;
   adaptedMs: number;

@@ -11,8 +11,6 @@ import { CorpusScenario } from './corpus.type';
 import { pairKey, TruthState } from './ground-truth';
 import { IterationNoise, NoiseSource } from './noise';
 
-/** What a message on a link whose GPU-direct path failed costs when it is not delegated (NCCL timeout and retry), ms. */
-export const NIC_TIMEOUT_MS = 2000;
 const MESSAGE_BYTES = 1 << 24;
 const CHUNK_BYTES = 1 << 22;
 const RING_GBPS = 50;
@@ -127,7 +125,15 @@ export class JobTelemetry {
       for (let l = 0; l < S - 1; l++) {
         const a = layout.rankAt[d * S + l];
         const b = layout.rankAt[d * S + l + 1];
-        linkMs[l] = sh.linkMs + this.extra(truth, a, b) + (this.failed(truth, a, b) && transport.delegateQueues[l] === 0 ? NIC_TIMEOUT_MS : 0);
+        linkMs[l] = sh.linkMs + this.extra(truth, a, b);
+        if (this.failed(truth, a, b) && transport.delegateQueues[l] === 0) {
+          // pipemorph's ranks fail over on their own (docs/protocol.md sec. 7): after the first timed-out
+          // send (the same for every policy, left out) the link's traffic takes one host-path queue on
+          // both ends, paying the copy overhead, until a schedule delegates it.
+          transport.delegateQueues[l] = 1;
+          transport.copyOverhead[l] = this.transport.delegateCopyOverhead;
+          transport.copyOverhead[l + 1] = this.transport.delegateCopyOverhead;
+        }
       }
       const k = `${plan.pipelines.indexOf(group)}|${durations.join(',')}|${linkMs.join(',')}|${transportKey(transport)}`;
       let f = perSchedule.get(k);

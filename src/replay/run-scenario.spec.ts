@@ -21,10 +21,10 @@ describe('detection corpus replay', () => {
   });
 
   it('a flapping link is not chased: cost-aware switching takes a handful of switches where without it (the twin) every spell is chased', () => {
-    const flapping = byName('8x32 dp4, 40 ms flapping (3 on, 7 off)');
+    const flapping = { ...byName('8x32 dp4, 40 ms flapping (3 on, 7 off)'), iterations: 500 }; // 30 spells from iteration 200
     const switches = (costAware: boolean) => runScenario(flapping, { ...config, control: { ...config.control, costAware } }).switches.filter((s) => s.kind !== 'initial').length;
     expect(switches(true)).toBeLessThanOrEqual(6);
-    expect(switches(false)).toBeGreaterThan(50);
+    expect(switches(false)).toBeGreaterThan(30);
   });
 
   it('the labels, the daemon and the oracle each price their own plans (telemetry caches plans by version number)', () => {

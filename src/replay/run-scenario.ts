@@ -54,6 +54,14 @@ export function targetKeys(target: StragglerTarget): (key: string) => boolean {
   return (k) => k === `d:${a}>${b}` || k === `d:${b}>${a}` || k.startsWith('p:');
 }
 
+/** First iteration `spec` is at least `thresholdMs` (NaN: never); NIC failures and slowdowns from their start. */
+function detectableFrom(spec: StragglerSpec, thresholdMs: number): number {
+  if (spec.shape.type === 'nic-failure' || spec.shape.type === 'slowdown') return spec.start;
+  const v = new ShapeValue(spec);
+  for (let k = 0; k <= spec.end - spec.start; k++) if (v.at(k) >= thresholdMs) return spec.start + k;
+  return Number.NaN;
+}
+
 function spanOf(spec: StragglerSpec): { magnitude: number; duty: number } {
   const s = spec.shape;
   const v = new ShapeValue(spec);
@@ -180,6 +188,7 @@ export function labelScenario(sc: CorpusScenario, telemetry: JobTelemetry, confi
     const gainMs = Math.max(0, staticMs - adaptedMs) * duty * Math.max(0, duration - lead);
     return {
       target: spec.target, shape: spec.shape.type, start: spec.start, end: spec.end, magnitude: Number.isFinite(magnitude) ? magnitude : 0,
+      detectableFrom: detectableFrom(spec, config.detection.delegationThresholdMs),
       staticMs, adaptedMs, gainMs, costMs, worthActing: spec.shape.type === 'nic-failure' || gainMs > costMs,
     };
   });

@@ -12,7 +12,7 @@ export interface ClassScore {
   precision: number | null;
   /** Worth-acting labels detected, over worth-acting labels (null: none). */
   recall: number | null;
-  /** Iterations from a worth-acting straggler's first iteration to its detection, 1 = on its first report. */
+  /** Iterations from a straggler becoming detectable (StragglerLabel.detectableFrom) to its detection, 1 = on that iteration's report; every straggler flagged, worth acting on or not. */
   detectMedian: number | null;
   detectP95: number | null;
   /** Same, by size: delays >= 20 ms, and 5-20 ms. */
@@ -69,27 +69,28 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
     }
     run.labels.forEach((l, i) => {
       labels++;
-      if (!l.worthActing) return;
-      worth++;
       const hit = run.episodes.filter((e) => matchers[i](e.key) && e.end >= l.start && e.start <= l.end + grace).sort((a, b) => a.start - b.start)[0];
-      if (!hit) return;
-      detected++;
-      const ttd = Math.max(1, hit.start - l.start + 1);
+      if (l.worthActing) {
+        worth++;
+        if (hit) detected++;
+      }
+      // Time to detect, over every straggler flagged once it could be (worth acting on or not: detection does not know).
+      if (!hit || !(hit.start >= l.detectableFrom)) return;
+      const ttd = hit.start - l.detectableFrom + 1;
       delays.push(ttd);
       if (l.shape === 'nic-failure' || (l.shape === 'constant' && l.magnitude >= 20)) big.push(ttd);
       else if (l.shape === 'constant' && l.magnitude >= 5) mid.push(ttd);
     });
     const perLabel = new Map<number, number>();
-    const unlimited = run.scenario.class.startsWith('dynamic') || run.scenario.class === 'superpod';
     for (const s of run.switches) {
       if (s.kind === 'initial') continue;
       switches++;
       const t = s.iteration;
       const active = run.labels.map((l, i) => ({ l, i })).filter(({ l }) => l.worthActing && t >= l.start && t <= l.end + grace);
       if (s.kind === 'recovery') {
-        // A recovery is right after a straggler ended (or between the on-spells of one that comes back).
-        const ended = run.labels.some((l) => t >= l.start && t <= l.end + grace);
-        if (!ended) falseSwitches++;
+        // A recovery answers a straggler that ended, however late; it is false while one worth acting on is still there, or before any began.
+        const premature = run.labels.some((l) => l.worthActing && t >= l.start && t <= l.end && l.shape !== 'periodic');
+        if (premature || !run.labels.some((l) => l.start <= t)) falseSwitches++;
         continue;
       }
       if (active.length === 0) {
@@ -97,7 +98,8 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
         if (s.kind === 'remap') falseRemaps++;
         continue;
       }
-      if (unlimited) continue;
+      // A straggler whose delay keeps changing (a ramp, the dynamic and superpod traces) is rightly re-planned as it changes.
+      if (active.some(({ l }) => l.shape === 'ramp' || l.shape === 'dynamic' || l.shape === 'steps')) continue;
       const periodic = active.some(({ l }) => l.shape === 'periodic');
       const i = active[0].i;
       const count = (perLabel.get(i) ?? 0) + 1;
