@@ -15,6 +15,7 @@ import { loadMilpSolver } from '../src/daemon/planning/load-milp-solver.util';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { runScenario } from '../src/replay/run-scenario';
 import { RedisServer } from './support/redis-server';
+import { expectUserError } from './support/cli-user-error';
 
 const ROOT = join(__dirname, '..');
 const BIN = join(ROOT, 'dist/src/cli/main.js');
@@ -56,15 +57,6 @@ function json(result: Run): any {
 /** The switches a replay took besides the first plan, as [iteration, kind]. */
 function takenOf(replay: { decisions: Array<{ verdict: string; kind: string; iteration: number }> }): Array<[number, string]> {
   return replay.decisions.filter((d) => d.verdict === 'taken' && d.kind !== 'initial').map((d) => [d.iteration, d.kind]);
-}
-
-function expectUserError(result: Run, pattern: RegExp): void {
-  expect(result.code).toBe(2);
-  expect(result.stdout).toBe('');
-  expect(result.stderr.trim().split('\n')).toHaveLength(1);
-  expect(result.stderr).toMatch(/^pipemorph: /);
-  expect(result.stderr).toMatch(pattern);
-  expect(result.stderr).not.toMatch(/\n\s+at /);
 }
 
 let recorded: any;

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SLOW_LAST_LINK from '../bench/profiles/device-memory-4x16-slow-last-link.json';
+import { expectUserError } from './support/cli-user-error';
 
 const ROOT = join(__dirname, '..');
 const BIN = join(ROOT, 'dist/src/cli/main.js');
@@ -32,16 +33,6 @@ function file(name: string, content: unknown): string {
 
 /** The paper's Fig. 4 pipeline: 4 stages, 12 microbatches, every op 10 ms. */
 const UNIFORM = { stages: 4, microbatches: 12, fMs: [10, 10, 10, 10], bMs: [10, 10, 10, 10], wMs: [10, 10, 10, 10], linkMs: [0, 0, 0] };
-
-/** Expects the one-line user-error contract: exit 2, one line naming the problem, no stack trace. */
-function expectUserError(result: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
-  expect(result.code).toBe(2);
-  expect(result.stdout).toBe('');
-  expect(result.stderr.trim().split('\n')).toHaveLength(1);
-  expect(result.stderr).toMatch(/^pipemorph: /);
-  expect(result.stderr).toMatch(pattern);
-  expect(result.stderr).not.toMatch(/\n\s+at /);
-}
 
 beforeAll(() => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`);

@@ -1,8 +1,17 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 export const PYTHON = '/usr/bin/python3';
-export const PYTHON_CLIENT = join(__dirname, '../../clients/python');
+
+/** The repository's root above `from`: the tests run from test/support, the benches from dist/test/support. */
+function repositoryRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'package.json'))) return dir;
+  throw new Error(`no package.json above ${from}`);
+}
+
+export const REPOSITORY_ROOT = repositoryRoot(__dirname);
+export const PYTHON_CLIENT = join(REPOSITORY_ROOT, 'clients', 'python');
 
 /** Runs `python3 -m pipemorph.launch ARGS` (real rank processes) from clients/python; resolves with its exit code and stderr. */
 export function launchRanks(args: string[]): Promise<{ code: number; stderr: string }> {

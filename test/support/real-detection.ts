@@ -6,22 +6,13 @@
  * from an iteration on. Measures what the daemon flagged (GET /jobs/:id, polled) and decided
  * (GET /jobs/:id/decisions), and what the ranks themselves ran (each rank's record of its version).
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
 import { Registration } from '../../src/protocol/protocol-v1.type';
 import { DaemonProcess } from './daemon-process';
-
-export const PYTHON = '/usr/bin/python3';
-
-function repositoryRoot(from: string): string {
-  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'package.json'))) return dir;
-  throw new Error(`no package.json above ${from}`);
-}
-const ROOT = repositoryRoot(__dirname);
-export const PYTHON_CLIENT = join(ROOT, 'clients', 'python');
+import { launchRanks, REPOSITORY_ROOT } from './launch-ranks';
 
 export const STAGES = 4;
 export const MICROBATCHES = 8;
@@ -37,7 +28,7 @@ export const DEFAULT_NOISE = 'seed=7,gc=0.02,gcMinMs=20,gcMaxMs=500,gcCollect=1,
 
 /** The shipped configuration (config/default.json) with ingest and discovery fast enough for a short job. */
 export function detectionConfig(redisUrl: string, overrides: (c: PipemorphConfig) => void = () => undefined): PipemorphConfig {
-  const config = JSON.parse(readFileSync(join(ROOT, 'config', 'default.json'), 'utf8')) as PipemorphConfig;
+  const config = JSON.parse(readFileSync(join(REPOSITORY_ROOT, 'config', 'default.json'), 'utf8')) as PipemorphConfig;
   config.redis.url = redisUrl;
   config.ingest.blockMs = 20;
   config.jobs.discoveryIntervalMs = 100;
@@ -107,16 +98,6 @@ export interface DetectionRunResult {
   stderr: string;
 }
 
-function launch(args: string[]): Promise<{ code: number; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, ['-m', 'pipemorph.launch', ...args], { cwd: PYTHON_CLIENT, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('exit', (code) => resolve({ code: code ?? 1, stderr }));
-  });
-}
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -131,7 +112,7 @@ export async function runDetection(o: DetectionRunOptions): Promise<DetectionRun
   writeFileSync(join(dir, 'delays.txt'), o.slow ? `step:${o.slow.onset}@${o.slow.link}=${o.slow.ms}` : 'none');
   const out = join(dir, 'result.json');
   const started = Date.now();
-  const run = launch(['--stages', `${STAGES}`, '--microbatches', `${MICROBATCHES}`, '--iterations', `${o.iterations}`,
+  const run = launchRanks(['--stages', `${STAGES}`, '--microbatches', `${MICROBATCHES}`, '--iterations', `${o.iterations}`,
     '--compute', 'sleep', '--profile', join(dir, 'profile.json'), '--redis', o.redisUrl, '--job', o.jobId,
     '--register', join(dir, 'registration.json'), '--delays', join(dir, 'delays.txt'), '--noise', o.noise,
     '--timeout-s', `${o.timeoutS ?? 60}`, '--out', out]);
