@@ -2,6 +2,7 @@ import ackSchema from '../../schemas/ack.v1.schema.json';
 import registrationSchema from '../../schemas/registration.v1.schema.json';
 import reportSchema from '../../schemas/rank-report.v1.schema.json';
 import { ProtocolError } from './protocol-error';
+import { checkRegistrationLayers } from './registration-layers.util';
 import { Ack, RankReport, Registration } from './protocol-v1.type';
 import { JOB_ID_PATTERN } from './redis-keys';
 import { compileSchema } from './schema-validator';
@@ -60,6 +61,7 @@ export function parseRegistration(raw: string | null): Registration {
   checkPerStage('computeMs.bMs', r.computeMs?.bMs, r.stages);
   checkPerStage('computeMs.wMs', r.computeMs?.wMs, r.stages);
   checkPerStage('dataParallel.gradientBytes', r.dataParallel?.gradientBytes, r.stages);
+  checkRegistrationLayers(r);
   const expected = r.stages * r.dp * r.tp;
   if (r.ranks.length !== expected) throw new ProtocolError(`registration lists ${r.ranks.length} ranks, stages x dp x tp = ${expected}`);
   const ids = new Set<number>();

@@ -155,6 +155,52 @@ export const registrationV1Schema = {
         }
       }
     },
+    "layers": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "fMs",
+        "bMs",
+        "wMs",
+        "stateBytes",
+        "activationBytes",
+        "perStage"
+      ],
+      "description": "Optional: the model's layers as the ranks measured them, so the daemon can price any contiguous split of layers into stages and move layers away from a slow rank (docs/rebalancing.md). Every per-layer array has one entry per layer, in model order. Without it the daemon never re-balances.",
+      "properties": {
+        "fMs": {
+          "$ref": "#/definitions/perLayerMs",
+          "description": "Forward time of one microbatch through the layer on a healthy device, ms."
+        },
+        "bMs": {
+          "$ref": "#/definitions/perLayerMs",
+          "description": "Backward-for-inputs time per layer, ms."
+        },
+        "wMs": {
+          "$ref": "#/definitions/perLayerMs",
+          "description": "Backward-for-weights time per layer, ms."
+        },
+        "stateBytes": {
+          "$ref": "#/definitions/perLayerBytes",
+          "description": "Weights, gradients and optimizer state of the layer: what sits on the device for it and what moves with it."
+        },
+        "activationBytes": {
+          "$ref": "#/definitions/perLayerBytes",
+          "description": "Activation memory one microbatch holds for the layer between its F and its B."
+        },
+        "perStage": {
+          "type": "array",
+          "minItems": 1,
+          "maxItems": 256,
+          "items": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 65536
+          },
+          "description": "Layers each stage holds now, in stage order (stage 0 the first perStage[0] layers, and so on): one entry per stage, summing to the number of layers."
+        }
+      }
+    },
     "dataParallel": {
       "type": "object",
       "additionalProperties": false,
@@ -207,6 +253,25 @@ export const registrationV1Schema = {
     "perStageMs": {
       "type": "array",
       "minItems": 1,
+      "items": {
+        "type": "number",
+        "minimum": 0
+      }
+    },
+    "perLayerMs": {
+      "type": "array",
+      "minItems": 1,
+      "maxItems": 65536,
+      "items": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 3600000
+      }
+    },
+    "perLayerBytes": {
+      "type": "array",
+      "minItems": 1,
+      "maxItems": 65536,
       "items": {
         "type": "number",
         "minimum": 0
