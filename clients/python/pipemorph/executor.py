@@ -32,9 +32,15 @@ class IterationStats:
     compute_ms: Dict[str, float]  # median per op kind
     peak_inflight: int
     ops_run: List[str] = field(default_factory=list)
+    loss: Optional[float] = None  # last stage: the iteration's loss (mean over its microbatches)
 
 
 class StageExecutor:
+    """One stage's ops over any torch.nn.Module: stage 0 feeds `data(iteration, index)[0]` to it (any
+    input, e.g. token ids), other stages the float tensor of `shape` received from upstream; the
+    last stage's output goes to `loss_fn(output, data(iteration, index)[1])`. Every tensor between
+    stages, and its gradient, has `shape`."""
+
     def __init__(self, stage: int, stages: int, microbatches: int, module: torch.nn.Module,
                  optimizer: torch.optim.Optimizer, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                  data: Callable[[int, int], Tuple[torch.Tensor, torch.Tensor]], shape: Tuple[int, ...],
@@ -47,11 +53,17 @@ class StageExecutor:
         self.module, self.optimizer, self.loss_fn, self.data = module, optimizer, loss_fn, data
         self.shape, self.compute, self.times = shape, compute, times
         self.params = [p for p in module.parameters() if p.requires_grad]
+        self.skip_w: Optional[int] = None  # fault injection (tests): this stage skips W0 of every iteration
         # Where the stage sits; the runtime moves them when a re-map changes this rank's (dp, pp).
         self.prev_rank, self.next_rank = stage - 1, stage + 1  # pipeline neighbours
         self.data_offset = 0  # replica d trains on microbatches d * microbatches + j of each iteration
         self.before_step: Optional[Callable[[], None]] = None  # the data-parallel gradient all-reduce
         self.before_op: Optional[Callable[[int], None]] = None  # noise (noise.py): called with each op's index
+
+    def set_module(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """Runs another stage's module from now on (a re-map rebuilt it)."""
+        self.module, self.optimizer = module, optimizer
+        self.params = [p for p in module.parameters() if p.requires_grad]
 
     @property
     def first(self) -> bool:
@@ -73,6 +85,7 @@ class StageExecutor:
         out_grads: Dict[int, Optional[torch.Tensor]] = {}
         op_ms: Dict[str, List[float]] = {"F": [], "B": [], "W": []}
         inflight = peak = 0
+        self._loss = 0.0
         self.optimizer.zero_grad(set_to_none=True)
         for index, (kind, j) in enumerate(plan):
             if self.before_op is not None:
@@ -92,7 +105,10 @@ class StageExecutor:
                 if prev is not None:
                     prev.send(grad_in, tag_of(GRAD, iteration, j))
             else:
-                self._backward_weights(j, saved.pop(j), out_grads.pop(j))
+                if self.skip_w == self.stage and j == 0:
+                    saved.pop(j), out_grads.pop(j)  # the fault: this microbatch's weight gradient is lost
+                else:
+                    self._backward_weights(j, saved.pop(j), out_grads.pop(j))
                 inflight -= 1
             op_ms[kind].append((time.perf_counter() - t0) * 1000.0)
         for sender in (prev, nxt):
@@ -104,7 +120,8 @@ class StageExecutor:
             self.optimizer.step()
         return IterationStats(ms=(time.perf_counter() - started) * 1000.0,
                               compute_ms={k: statistics.median(v) for k, v in op_ms.items()},
-                              peak_inflight=peak, ops_run=list(ops))
+                              peak_inflight=peak, ops_run=list(ops),
+                              loss=self._loss if self.last and self.compute == "torch" else None)
 
     # ---------------------------------------------------------------- the three ops
     def _forward(self, iteration: int, j: int, x: Optional[torch.Tensor], saved: Dict) -> torch.Tensor:
@@ -119,6 +136,7 @@ class StageExecutor:
         out = self.module(x)
         if self.last:
             loss = self.loss_fn(out, self.data(iteration, self.data_offset + j)[1]) / self.microbatches
+            self._loss += float(loss.detach())
             saved[j] = (x, loss)
             return out.detach()
         saved[j] = (x, out)
@@ -139,6 +157,7 @@ class StageExecutor:
             time.sleep(self.times.w / 1000.0)
             return
         _, out = saved
-        grads = torch.autograd.grad(out, self.params, grad_outputs=grad_out)
+        grads = torch.autograd.grad(out, self.params, grad_outputs=grad_out, allow_unused=True)
         for p, g in zip(self.params, grads):
-            p.grad = g.clone() if p.grad is None else p.grad.add_(g)
+            if g is not None:
+                p.grad = g.clone() if p.grad is None else p.grad.add_(g)

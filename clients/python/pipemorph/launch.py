@@ -6,6 +6,9 @@ Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
       [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
       [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip] [--noise SPEC]
+      [--model mlp|gpt] [--seq 16] [--vocab 64] [--layers 2] [--heads 2] [--fault skip-w=PP,stale-remap]
+
+Installed with pip, the same launcher is the console script `pipemorph-launch`.
 
 See clients/python/README.md for the result's shape. Exit 2 on bad input, 1 when a rank fails
 (the others are killed; collectives and receives time out rather than hang).
@@ -56,6 +59,15 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--checkpoint-dir", help="where ranks hand stage state to re-mapped ranks (default: a temporary folder)")
     p.add_argument("--handoff", choices=["load", "skip"], default="load", help="skip: moved ranks do not load (tests only)")
     p.add_argument("--dp-reduce", choices=["ring", "skip"], default="ring", help="skip: no gradient all-reduce (tests only)")
+    p.add_argument("--model", choices=["mlp", "gpt"], default="mlp",
+                   help="mlp: a Linear-Tanh-Linear block per stage (width --hidden, --rows rows); gpt: a tiny GPT "
+                   "(d_model --hidden, --rows sequences of --seq tokens, --vocab, --layers blocks per stage, --heads)")
+    p.add_argument("--seq", type=int, default=16, help="gpt: tokens per sequence")
+    p.add_argument("--vocab", type=int, default=64, help="gpt: vocabulary size")
+    p.add_argument("--layers", type=int, default=2, help="gpt: transformer blocks per stage")
+    p.add_argument("--heads", type=int, default=2, help="gpt: attention heads (must divide --hidden)")
+    p.add_argument("--fault", default="none", help="inject a fault (tests only): skip-w=PP (stage PP skips W0 every "
+                   "iteration), stale-remap (moved ranks keep stale weights)")
     p.add_argument("--noise", default="none", help="seeded GC pauses, dataloader stalls, checkpoints (pipemorph/noise.py), "
                    "e.g. seed=7,gc=0.02,stall=0.05,checkpointEvery=40,checkpointMs=300; default none")
     a = p.parse_args(argv)
@@ -68,9 +80,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         problems.append("--redis needs --job")
     if a.compute == "sleep" and not a.profile:
         problems.append("--compute sleep needs --profile")
+    if a.model == "gpt" and (a.heads < 1 or a.hidden % a.heads or a.seq < 1 or a.vocab < 2 or a.layers < 1):
+        problems.append("--model gpt needs --hidden divisible by --heads, --seq, --layers >= 1, --vocab >= 2")
     try:
         from .noise import parse_noise
         parse_noise(a.noise)
+        from .integration import parse_faults
+        parse_faults(a.fault)
     except ValueError as error:
         problems.append(str(error))
     if problems:
@@ -95,7 +111,8 @@ def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
         "saveParams": os.path.abspath(a.save_params) if a.save_params else None, "workDir": work_dir,
         "redis": a.redis, "job": a.job, "schedules": None, "dp": a.dp, "momentum": a.momentum,
         "checkpointDir": os.path.abspath(a.checkpoint_dir) if a.checkpoint_dir else os.path.join(work_dir, "checkpoints"),
-        "handoff": a.handoff, "dpReduce": a.dp_reduce, "noise": a.noise,
+        "handoff": a.handoff, "dpReduce": a.dp_reduce, "noise": a.noise, "model": a.model, "seq": a.seq,
+        "vocab": a.vocab, "layers": a.layers, "heads": a.heads, "faults": a.fault,
     }
     if a.profile:
         profile = _load(a.profile, "profile")
@@ -122,7 +139,10 @@ def summarize(ranks: List[Dict[str, Any]], warmup: int = 1) -> Dict[str, Any]:
         iterations.append({"iteration": i, "versions": versions, "ms": max(r["iterations"][i]["ms"] for r in ranks),
                            "topologies": [r["iterations"][i].get("topology", 0) for r in ranks]})
     steady = [it["ms"] for it in iterations[warmup:]] or [it["ms"] for it in iterations]
+    # The iteration's training loss: the mean over the replicas of what their last stages computed.
+    losses = [[r["iterations"][i]["loss"] for r in ranks if "loss" in r["iterations"][i]] for i in range(count)]
     return {"ranks": ranks, "iterations": iterations, "meanIterationMs": statistics.mean(steady) if steady else None,
+            "loss": [statistics.mean(l) if l else None for l in losses],
             "mixedIterations": mixed_iterations(iterations),
             "paramsDigest": [r["paramsDigest"] for r in ranks]}
 
@@ -207,5 +227,10 @@ def main(argv: List[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The `pipemorph-launch` console script."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,11 +1,12 @@
 """One training rank's main loop (docs/protocol.md sec. 4): read control, agree on the version with
 the job's own collective, apply a re-map if the agreed schedule brings one (sec. 5.5), run that
 schedule's ops and delegation toggle, all-reduce the stage's gradients over its replicas, report,
-record."""
+record. `step(i)` is one iteration of that loop; pipemorph.integration.PipelineTrainer builds a
+RankRuntime from a user's stage modules, loss, optimizer factory and microbatch source."""
 import hashlib
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -23,7 +24,8 @@ class RankRuntime:
                  agreement: str = "min", control_group: Optional[Any] = None, start_time: float = 0.0,
                  report: bool = False, layout: Optional[Layout] = None, checkpoint_dir: Optional[str] = None,
                  handoff: str = "load", dp_reduce: str = "ring",
-                 times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, noise: Optional[Noise] = None) -> None:
+                 times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, noise: Optional[Noise] = None,
+                 build_stage: Optional[Callable[[int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
         if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
@@ -35,6 +37,10 @@ class RankRuntime:
         self.layout = layout or Layout.initial(stages, 1)
         self.checkpoint_dir, self.handoff, self.dp_reduce, self.times_for = checkpoint_dir, handoff, dp_reduce, times_for
         self.noise = noise or Noise()
+        # A re-map that moves this rank builds its new stage's module and optimizer with build_stage(pp)
+        # (stages may differ: embeddings first, the head last); without it the module is kept and
+        # loads the new stage's weights (stages of one shape).
+        self.build_stage = build_stage
         self.noise_log: List[Dict[str, Any]] = []  # the noise this rank played, per iteration it played any
         self.records: List[Dict[str, Any]] = []
         self.link_log: List[Dict[str, Any]] = []
@@ -42,6 +48,7 @@ class RankRuntime:
         self._toggle: Optional[Dict[str, int]] = None
         self._senders: Dict[int, LinkSender] = {}
         self._ring: Optional[RingAllReduce] = None
+        self._closed = False
         executor.before_step = self._all_reduce
         self._enter(self.layout)
 
@@ -91,11 +98,14 @@ class RankRuntime:
             torch.save(state, os.path.join(directory, "stage%d.pt.tmp" % old_pp))
             os.replace(os.path.join(directory, "stage%d.pt.tmp" % old_pp), os.path.join(directory, "stage%d.pt" % old_pp))
         dist.barrier(group=self.group)  # every stage's checkpoint is written before anyone reads
+        if new_pp != old_pp and self.build_stage is not None:
+            self.executor.set_module(*self.build_stage(new_pp))
         if new_pp != old_pp and self.handoff == "load":
             state = torch.load(os.path.join(directory, "stage%d.pt" % new_pp))
             self.executor.module.load_state_dict(state["module"])
             self.executor.optimizer.load_state_dict(state["optimizer"])
-        # handoff="skip" (tests only): a moved rank keeps its old stage's weights and trains wrong.
+        # handoff="skip" (tests only, the stale-weight fault): a moved rank keeps its old stage's
+        # weights, or with build_stage its new stage's initial ones, and trains wrong.
         self._enter(new)
 
     # ------------------------------------------------------------------ senders and delays
@@ -129,66 +139,82 @@ class RankRuntime:
         return int(value.item())
 
     # ------------------------------------------------------------------ the loop
-    def run(self, iterations: int) -> None:
-        for i in range(iterations):
-            self.iteration = i
-            began = time.perf_counter()
-            self.delays.refresh()
+    def run(self, iterations: int, start: int = 0) -> None:
+        for i in range(start, start + iterations):
+            self.step(i)
+        self.close()
+
+    def step(self, i: int) -> Dict[str, Any]:
+        """Iteration i (protocol sec. 4): control, agreement, re-map, the schedule's ops with its
+        toggle, gradient all-reduce and optimizer step, report. Returns what it recorded:
+        iteration, version, ms, topology, dp, pp, and loss on the last stage."""
+        first = not self.records
+        self.iteration = i
+        began = time.perf_counter()
+        self.delays.refresh()
+        try:
+            self.control.poll_control(i)
+        except Exception:  # noqa: BLE001 - Redis unreachable: the local k does not advance (sec. 4)
+            pass
+        k = self._agree(self.control.startup_version() if first else self.control.committed_version_for(i), first)
+        ops, toggle = self.control.schedule_for(k)
+        topology = getattr(self.control, "topology_change", None)
+        if topology is not None:
+            self.control.topology_change = None
+            self._toggle = toggle  # _enter builds the senders with it
+            self._remap(topology)
+        elif toggle != self._toggle or self._closed:
+            self._build_senders(toggle)
+        self._closed = False
+        e = self.executor
+        played = draw(self.noise, self.rank, self.pp, i, len(ops))
+        if played.pause_op is not None:
+            e.before_op = lambda index, p=played: pause(p.pause_ms, p.collect) if index == p.pause_op else None
+        if played.stall_ms > 0:
+            pause(played.stall_ms)  # stage 0's dataloader: before the first forward
+        stats = e.run(ops, i, self._senders.get(e.prev_rank), self._senders.get(e.next_rank), Receiver(None))
+        e.before_op = None
+        if played.checkpoint_ms > 0:
+            pause(played.checkpoint_ms)  # every rank, at the iteration end
+        if played.pause_op is not None or played.stall_ms > 0 or played.checkpoint_ms > 0:
+            self.noise_log.append({"iteration": i, "pauseMs": played.pause_ms if played.pause_op is not None else 0.0,
+                                   "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms})
+        ms = (time.perf_counter() - began) * 1000.0
+        record = {"iteration": i, "version": k, "ms": ms, "topology": self.layout.version, "dp": self.dp, "pp": self.pp}
+        if stats.loss is not None:
+            record["loss"] = stats.loss
+        self.records.append(record)
+        links, peaks = [], {}
+        for peer, sender in sorted(self._senders.items()):
+            peaks[str(peer)] = sender.take_peak()
+            times, size = sender.stats.take()
+            if times:
+                links.append(dict({"peer": peer, "kind": "pipeline", "bytes": size, "delegated": sender.delegated,
+                                   "error": None}, **summarize(times)))
+        if self._ring is not None:
+            times, size = self._ring.stats.take()
+            if times:
+                links.append(dict({"peer": self._ring.next, "kind": "data-parallel", "bytes": size, "delegated": False,
+                                   "error": None}, **summarize(times)))
+        # links: what the report carries; inFlight: most sends on the wire at once per peer (HoL evidence).
+        self.link_log.append({"iteration": i, "links": links, "inFlight": peaks})
+        if self.report:
             try:
-                self.control.poll_control(i)
-            except Exception:  # noqa: BLE001 - Redis unreachable: the local k does not advance (sec. 4)
+                self.control.report(i, k, stats.compute_ms["F"], stats.compute_ms["B"], stats.compute_ms["W"], links,
+                                    delegation={"enabled": bool(toggle), "sendQueues": (toggle or {}).get("sendQueues", 0),
+                                                "recvQueues": (toggle or {}).get("recvQueues", 0)},
+                                    iteration_ms=ms)
+            except Exception:  # noqa: BLE001 - a lost report is harmless; the data plane goes on
                 pass
-            first = i == 0
-            k = self._agree(self.control.startup_version() if first else self.control.committed_version_for(i), first)
-            ops, toggle = self.control.schedule_for(k)
-            topology = getattr(self.control, "topology_change", None)
-            if topology is not None:
-                self.control.topology_change = None
-                self._toggle = toggle  # _enter builds the senders with it
-                self._remap(topology)
-            elif toggle != self._toggle:
-                self._build_senders(toggle)
-            e = self.executor
-            played = draw(self.noise, self.rank, self.pp, i, len(ops))
-            if played.pause_op is not None:
-                e.before_op = lambda index, p=played: pause(p.pause_ms, p.collect) if index == p.pause_op else None
-            if played.stall_ms > 0:
-                pause(played.stall_ms)  # stage 0's dataloader: before the first forward
-            stats = e.run(ops, i, self._senders.get(e.prev_rank), self._senders.get(e.next_rank), Receiver(None))
-            e.before_op = None
-            if played.checkpoint_ms > 0:
-                pause(played.checkpoint_ms)  # every rank, at the iteration end
-            if played.pause_op is not None or played.stall_ms > 0 or played.checkpoint_ms > 0:
-                self.noise_log.append({"iteration": i, "pauseMs": played.pause_ms if played.pause_op is not None else 0.0,
-                                       "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms})
-            ms = (time.perf_counter() - began) * 1000.0
-            self.records.append({"iteration": i, "version": k, "ms": ms, "topology": self.layout.version,
-                                 "dp": self.dp, "pp": self.pp})
-            links, peaks = [], {}
-            for peer, sender in sorted(self._senders.items()):
-                peaks[str(peer)] = sender.take_peak()
-                times, size = sender.stats.take()
-                if times:
-                    links.append(dict({"peer": peer, "kind": "pipeline", "bytes": size, "delegated": sender.delegated,
-                                       "error": None}, **summarize(times)))
-            if self._ring is not None:
-                times, size = self._ring.stats.take()
-                if times:
-                    links.append(dict({"peer": self._ring.next, "kind": "data-parallel", "bytes": size, "delegated": False,
-                                       "error": None}, **summarize(times)))
-            # links: what the report carries; inFlight: most sends on the wire at once per peer (HoL evidence).
-            self.link_log.append({"iteration": i, "links": links, "inFlight": peaks})
-            if self.report:
-                try:
-                    self.control.report(i, k, stats.compute_ms["F"], stats.compute_ms["B"], stats.compute_ms["W"], links,
-                                        delegation={"enabled": bool(toggle), "sendQueues": (toggle or {}).get("sendQueues", 0),
-                                                    "recvQueues": (toggle or {}).get("recvQueues", 0)},
-                                        iteration_ms=ms)
-                except Exception:  # noqa: BLE001 - a lost report is harmless; the data plane goes on
-                    pass
+        return self.records[-1]
+
+    def close(self) -> None:
+        """Waits for the last sends and stops the send workers."""
         for sender in self._senders.values():
             sender.drain()
             sender.close()
+        self._senders = {}
+        self._closed = True
 
     def params_digest(self) -> str:
         h = hashlib.sha256()

@@ -1,0 +1,139 @@
+"""A tiny GPT-style language model cut into pipeline stages, and seeded synthetic tokens to train it on.
+
+Stage 0 holds the token and positional embeddings, every stage holds `layers` pre-LN transformer
+blocks (causal self-attention, then an MLP, each with a residual), the last stage the final LayerNorm
+and the LM head. Between stages flows the residual stream, a float tensor (rows, seq, d_model).
+The same (config, stage, seed) builds the same weights in any process, so the single-process
+reference (`reference_train`) and the pipeline ranks start from identical parameters.
+"""
+import math
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    vocab: int = 64
+    seq: int = 16
+    d_model: int = 32
+    heads: int = 2
+    layers: int = 2  # per stage
+    rows: int = 4  # sequences per microbatch
+
+
+class CausalSelfAttention(torch.nn.Module):
+    def __init__(self, c: GPTConfig) -> None:
+        super().__init__()
+        self.heads = c.heads
+        self.qkv = torch.nn.Linear(c.d_model, 3 * c.d_model)
+        self.proj = torch.nn.Linear(c.d_model, c.d_model)
+        self.register_buffer("mask", torch.tril(torch.ones(c.seq, c.seq, dtype=torch.bool)), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
+        att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c: GPTConfig) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(c.d_model), torch.nn.LayerNorm(c.d_model)
+        self.attn = CausalSelfAttention(c)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(c.d_model, 4 * c.d_model), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * c.d_model, c.d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPTStage(torch.nn.Module):
+    """One pipeline stage: [embeddings] + blocks + [final LN, LM head]."""
+
+    def __init__(self, c: GPTConfig, stage: int, stages: int) -> None:
+        super().__init__()
+        self.first, self.last = stage == 0, stage == stages - 1
+        if self.first:
+            self.tok = torch.nn.Embedding(c.vocab, c.d_model)
+            self.pos = torch.nn.Embedding(c.seq, c.d_model)
+        self.blocks = torch.nn.ModuleList(Block(c) for _ in range(c.layers))
+        if self.last:
+            self.ln_f = torch.nn.LayerNorm(c.d_model)
+            self.head = torch.nn.Linear(c.d_model, c.vocab, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.first:  # x: token ids (rows, seq)
+            x = self.tok(x) + self.pos(torch.arange(x.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x)) if self.last else x  # logits (rows, seq, vocab) or the residual stream
+
+
+def stage_module(c: GPTConfig, stage: int, stages: int, seed: int) -> torch.nn.Module:
+    """Stage `stage` with seeded weights: N(0, 1) embeddings (nn.Embedding's default), N(0, 0.1)
+    matrices, zero biases, unit LayerNorms (with these, plain SGD with momentum learns the rule in a
+    few iterations; the reference check needs SGD: Adam's normalisation turns float rounding in a
+    near-zero gradient into a visible step)."""
+    module = GPTStage(c, stage, stages)
+    generator = torch.Generator().manual_seed(seed * 7919 + stage)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("bias"):
+                p.zero_()
+            elif ".ln" in name or name.startswith("ln_f"):
+                p.fill_(1.0)
+            else:
+                scale = 1.0 if name.startswith(("tok", "pos")) else 0.1
+                p.copy_(torch.randn(p.shape, generator=generator) * scale)
+    return module
+
+
+def activation_shape(c: GPTConfig) -> Tuple[int, int, int]:
+    return (c.rows, c.seq, c.d_model)
+
+
+def microbatch(c: GPTConfig, iteration: int, j: int, seed: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Tokens and next-token targets of microbatch j: seeded sequences of a fixed affine rule
+    (next = 5 * token + 3 mod vocab) from a random first token, 1 in 8 tokens replaced by noise.
+    A pure function of its arguments."""
+    g = torch.Generator().manual_seed((seed * 1000003 + iteration * 4099 + j) % (2 ** 62))
+    tokens = torch.empty(c.rows, c.seq + 1, dtype=torch.long)
+    tokens[:, 0] = torch.randint(0, c.vocab, (c.rows,), generator=g)
+    for t in range(c.seq):
+        tokens[:, t + 1] = (5 * tokens[:, t] + 3) % c.vocab
+    noise = torch.rand(c.rows, c.seq + 1, generator=g) < 0.125
+    tokens = torch.where(noise, torch.randint(0, c.vocab, tokens.shape, generator=g), tokens)
+    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def reference_train(c: GPTConfig, stages: int, microbatches: int, iterations: int, seed: int, lr: float,
+                    momentum: float = 0.0) -> Tuple[List[torch.nn.Module], List[float]]:
+    """Single-process training of the same stages on the same microbatches (loss of an iteration =
+    mean over its microbatches, one SGD step per iteration): the yardstick. Returns the stages and
+    the loss per iteration."""
+    modules = [stage_module(c, s, stages, seed) for s in range(stages)]
+    model = torch.nn.Sequential(*modules)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    losses = []
+    for i in range(iterations):
+        optimizer.zero_grad()
+        total = 0.0
+        for j in range(microbatches):
+            x, y = microbatch(c, i, j, seed)
+            loss = loss_fn(model(x), y) / microbatches
+            loss.backward()
+            total += float(loss)
+        optimizer.step()
+        losses.append(total)
+    return modules, losses
