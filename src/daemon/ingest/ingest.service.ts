@@ -324,7 +324,10 @@ export class IngestService {
       // The owner (maybe another replica) reloads the job in order with its reports.
       await this.store.append(jobKeys(registration.jobId).reports, JSON.stringify(marker), this.config.ingest.streamMaxLen);
       this.metrics.ingestMessages.inc({ type: 'register', result: 'accepted' });
-      if (!this.registry.get(registration.jobId)) await this.registry.discover();
+      // Only this job is taken (O(1) round trips): a whole discovery per registration renewed every
+      // lease one after the other, so a burst of N registrations cost O(N^2) round trips while no
+      // report was read (issue 23, item 6). Leases of the others are renewed by periodic discovery.
+      await this.registry.take(registration.jobId);
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       this.metrics.ingestMessages.inc({ type: 'register', result: 'rejected' });

@@ -13,6 +13,15 @@ describe('JobRegistry', () => {
     expect(h.registry.takeAdopted()).toEqual([]);
   });
 
+  it('takes a job once when discoveries and its registration ask for it at the same time (issue 23, item 6)', async () => {
+    const h = serviceHarness();
+    await h.store.saveSpec(spec, '1-1');
+    const [, taken] = await Promise.all([h.registry.discover(), h.registry.take(spec.jobId), h.registry.discover()]);
+    expect(taken).toBe(h.registry.get(spec.jobId));
+    expect(h.registry.get(spec.jobId)?.epoch).toBe(1); // two adoptions would have bumped it to 2
+    expect(h.registry.takeAdopted()).toEqual([spec.jobId]);
+  });
+
   it('keeps its jobs while it renews their leases, and loses them to another replica once a lease expires on the clock', async () => {
     const clock = serviceHarness().clock;
     const a = serviceHarness({ clock });

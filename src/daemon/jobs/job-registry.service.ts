@@ -21,6 +21,27 @@ function fitsShape(schedule: PublishedSchedule, spec: Registration): boolean {
   );
 }
 
+/** Jobs renewed or taken at once by a discovery: bounded, so a thousand jobs do not open a thousand requests at a time. */
+const DISCOVERY_CONCURRENCY = 32;
+
+/** Runs `task` over `items`, at most `limit` at a time; resolves when all have settled, rejects with the first error. */
+async function inParallel<T>(items: readonly T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  let failure: unknown = null;
+  const lane = async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      try {
+        await task(item);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failure !== null) throw failure;
+}
+
 /**
  * The jobs this replica owns. A job is owned through a lease in Redis; taking a job bumps its
  * fencing epoch, so the previous owner can no longer publish for it. Replicas share the work
@@ -38,6 +59,10 @@ export class JobRegistry {
   /** Jobs just taken: their idle pending entries must be claimed before new ones are read. */
   private readonly adoptedSinceClaim = new Set<string>();
   private readonly logger = new Logger(JobRegistry.name);
+  /** The discovery running, if any (discover). */
+  private discovering: Promise<void> | null = null;
+  /** Jobs being taken (take): one adoption per job, whoever asks. */
+  private readonly taking = new Map<string, Promise<JobRuntime | undefined>>();
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -76,25 +101,50 @@ export class JobRegistry {
   /**
    * Takes unowned jobs, renews leases of owned ones and lets go of jobs whose lease was lost; then
    * reads the per-job overrides of the jobs it leads (in the background, between their control steps).
+   * One discovery at a time (a call during one gets that one). Jobs are renewed and taken
+   * DISCOVERY_CONCURRENCY at a time, not one round trip after the other: with a thousand jobs a
+   * sequential pass took a round trip per job and lease (issue 23, item 6).
    */
-  async discover(): Promise<void> {
+  discover(): Promise<void> {
+    return (this.discovering ??= this.discoverOnce().finally(() => (this.discovering = null)));
+  }
+
+  private async discoverOnce(): Promise<void> {
     const ttl = this.config.jobs.leaseMs;
-    for (const job of this.all()) {
-      if (job.fenced && (await this.retakeFenced(job))) continue;
-      if (await this.store.renewLease(job.jobId, this.replicaId, ttl)) continue;
-      if (await this.restoreLost(job)) continue;
+    await inParallel(this.all(), DISCOVERY_CONCURRENCY, async (job) => {
+      if (job.fenced && (await this.retakeFenced(job))) return;
+      if (await this.store.renewLease(job.jobId, this.replicaId, ttl)) return;
+      if (await this.restoreLost(job)) return;
       this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
       this.metrics.leaseLosses.inc();
       this.drop(job.jobId);
-    }
+    });
     const jobIds = await this.store.listJobs();
     this.metrics.jobsRegistered.set(jobIds.length);
-    for (const jobId of jobIds) {
-      if (this.owned.has(jobId)) continue;
-      if (await this.store.acquireLease(jobId, this.replicaId, ttl)) await this.adopt(jobId);
-    }
+    await inParallel(
+      jobIds.filter((jobId) => !this.owned.has(jobId)),
+      DISCOVERY_CONCURRENCY,
+      (jobId) => this.take(jobId),
+    );
     this.metrics.jobsOwned.set(this.owned.size);
     for (const job of this.all()) this.overrides.poll(job);
+  }
+
+  /**
+   * Takes one job that is not owned here, if its lease is free (a new registration, or discovery):
+   * O(1) round trips, whatever the number of jobs owned. A job is taken once even when discovery
+   * and a registration ask for it at the same time (two adoptions would bump its epoch twice and
+   * leave a runtime behind).
+   */
+  take(jobId: string): Promise<JobRuntime | undefined> {
+    const owned = this.owned.get(jobId);
+    if (owned) return Promise.resolve(owned);
+    let taking = this.taking.get(jobId);
+    if (!taking) {
+      taking = (async () => ((await this.store.acquireLease(jobId, this.replicaId, this.config.jobs.leaseMs)) ? this.adopt(jobId) : undefined))().finally(() => this.taking.delete(jobId));
+      this.taking.set(jobId, taking);
+    }
+    return taking;
   }
 
   /**
