@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validate as validateCron } from 'node-cron';
 import configSchema from '../../../schemas/config.schema.json';
+import defaults from '../../../config/default.json';
 import { compileSchema } from '../../protocol/schema-validator';
 import { PipemorphConfig } from './pipemorph-config.type';
 
@@ -72,6 +73,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   // Optional in older config files: the environment may still set it.
   const http = raw.http as Record<string, unknown> | undefined;
   if (typeof http === 'object' && http !== null && !('operatorToken' in http)) http.operatorToken = '';
+  // Added with re-balancing (docs/rebalancing.md): an older file gets the shipped defaults.
+  if (!('rebalance' in raw)) raw.rebalance = { ...defaults.rebalance };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name, ALIASES[name]), `environment ${name}`);

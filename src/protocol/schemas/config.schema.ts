@@ -13,6 +13,7 @@ export const configSchema = {
     "detection",
     "control",
     "remap",
+    "rebalance",
     "handshake",
     "jobs"
   ],
@@ -451,6 +452,54 @@ export const configSchema = {
           "type": "integer",
           "minimum": 0,
           "maximum": 1000
+        }
+      }
+    },
+    "rebalance": {
+      "type": "object",
+      "additionalProperties": false,
+      "description": "Moving layers away from a slow rank, for jobs whose registration declares `layers` (docs/rebalancing.md). A config file without this section gets the defaults.",
+      "required": [
+        "enabled",
+        "minGain",
+        "handoffGBps",
+        "maxCandidates",
+        "refineCandidates",
+        "extraLeadIterations"
+      ],
+      "properties": {
+        "enabled": {
+          "type": "boolean"
+        },
+        "minGain": {
+          "type": "number",
+          "minimum": 0,
+          "exclusiveMaximum": 1,
+          "description": "re-balance only when the new split's predicted iteration time plus the handoff amortised over the straggler's expected remaining iterations beats re-planning alone by this fraction"
+        },
+        "handoffGBps": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 10000,
+          "description": "how fast a moved layer's weights and optimizer state reach its new stage, GB/s"
+        },
+        "maxCandidates": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000,
+          "description": "bottleneck values the split search tries before it gives up exactness"
+        },
+        "refineCandidates": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 64,
+          "description": "best splits priced with the planner and the simulator"
+        },
+        "extraLeadIterations": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 1000,
+          "description": "extra iterations of notice for a re-balance, so ranks can fetch the layers they take on"
         }
       }
     },
