@@ -52,9 +52,11 @@ describe('real rank processes re-mapped by the daemon', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pipemorph-real-remap-'));
 
   beforeAll(async () => {
-    // remap.minIntervalMs as shipped (10 min): with 0, ~1-2 ms of scheduling jitter on the healthy
-    // in-rack ring links of this loaded 2-core box was enough for a second, pointless re-map.
+    // remap.minIntervalMs 0: what keeps ~1-2 ms of scheduling jitter on the healthy in-rack rings of
+    // this loaded 2-core box from a second, pointless re-map is the detector's dpMinExtraMs and the
+    // cost gate (the handoff priced against the gain), not the interval (which once did it at 10 min).
     daemon = await startDaemon(testConfig((c) => {
+      c.remap.minIntervalMs = 0;
       c.handshake.minLeadIterations = 2;
       c.handshake.prepareTimeoutMs = 5000;
     }, DB_URL));

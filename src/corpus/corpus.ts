@@ -126,6 +126,8 @@ export function detectionCorpus(scale = 1, superpodTrace?: string): CorpusScenar
     { target: { kind: 'node-pair', a: 12 + 1, b: 0 + 1 }, shape: { type: 'constant', ms: 30 }, start: 200, end: 900 },
   ], racks8);
   S('8x32 dp8, 20 ms on one ring link', 'dp-ring', 52, 900, megatron8(8), [{ target: { kind: 'node-pair', a: 2 * 8 + 5, b: 3 * 8 + 5 }, shape: { type: 'constant', ms: 20 }, start: 300, end: 900 }]);
+  // A ring link that flaps: each spell is long enough to re-map for, none long enough to pay for the handoff.
+  S('8x32 dp8, 20 ms flapping ring link (10 on, 30 off)', 'flapping', 53, 1500, megatron8(8), [{ target: { kind: 'node-pair', a: 2 * 8 + 5, b: 3 * 8 + 5 }, shape: { type: 'periodic', ms: 20, onIterations: 10, offIterations: 30 }, start: 200, end: 1300 }]);
   S('8x32 dp4, rank 13 1.5x slower', 'compute', 61, 900, megatron8(4), [{ target: { kind: 'compute', rank: 13 }, shape: { type: 'slowdown', factor: 1.5 }, start: 300, end: 700 }]);
   S('4x12 dp1, rank 2 1.3x slower', 'compute', 62, 700, uniform4(1), [{ target: { kind: 'compute', rank: 2 }, shape: { type: 'slowdown', factor: 1.3 }, start: 200, end: 500 }]);
   S('8x32 dp2, NIC failure on link 5', 'nic-failure', 71, 700, megatron8(2), [{ target: { kind: 'pipeline', dp: 0, link: 5 }, shape: { type: 'nic-failure' }, start: 200, end: 450 }]);

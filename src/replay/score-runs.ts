@@ -1,3 +1,4 @@
+import { ShapeValue } from '../corpus/ground-truth';
 import { ScenarioRun, targetKeys } from './run-scenario';
 
 const DAY_MS = 86_400_000;
@@ -81,6 +82,12 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
       if (l.shape === 'nic-failure' || (l.shape === 'constant' && l.magnitude >= 20)) big.push(ttd);
       else if (l.shape === 'constant' && l.magnitude >= 5) mid.push(ttd);
     });
+    // Labels line up with the scenario's stragglers (labelScenario); a trace's value says when it is between spells.
+    const values = run.scenario.stragglers.map((spec) => new ShapeValue(spec));
+    const slowAt = (i: number, t: number) => {
+      const l = run.labels[i];
+      return l.shape !== 'steps' && l.shape !== 'dynamic' ? true : values[i] !== undefined && values[i].at(t - l.start) > 0;
+    };
     const perLabel = new Map<number, number>();
     for (const s of run.switches) {
       if (s.kind === 'initial') continue;
@@ -88,8 +95,9 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
       const t = s.iteration;
       const active = run.labels.map((l, i) => ({ l, i })).filter(({ l }) => l.worthActing && t >= l.start && t <= l.end + grace);
       if (s.kind === 'recovery') {
-        // A recovery answers a straggler that ended, however late; it is false while one worth acting on is still there, or before any began.
-        const premature = run.labels.some((l) => l.worthActing && t >= l.start && t <= l.end && l.shape !== 'periodic');
+        // A recovery answers a straggler that ended, however late; it is false while one worth acting on is still slow, or before any began.
+        // A trace between its spells (value 0) is not slow: going back to the healthy plan there is right.
+        const premature = run.labels.some((l, i) => l.worthActing && t >= l.start && t <= l.end && l.shape !== 'periodic' && slowAt(i, t));
         if (premature || !run.labels.some((l) => l.start <= t)) falseSwitches++;
         continue;
       }

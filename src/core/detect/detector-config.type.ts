@@ -14,6 +14,13 @@ export interface DetectorConfig {
   severeExtraMs: number;
   /** Consecutive severe samples that make a straggler without waiting for enterAfter (severeExtraMs). */
   severeEnterAfter: number;
+  /**
+   * Straggler entries per iteration of the job that chance runs of tail samples may cause on the
+   * severe path. A heavy-tailed link now and then puts two tail samples in a row; the job's own
+   * rate of severe samples on healthy links says how often, and while severeEnterAfter in a row is
+   * more likely than this by chance on some link, the severe path waits for one more (up to enterAfter).
+   */
+  severeChanceRate: number;
   /** Noise floor: extra delay below this is never bad, ms. */
   minExtraMs: number;
   /** Extra delay at which a pipeline link needs CPU delegation, ms. */
@@ -37,6 +44,7 @@ export const DEFAULT_DETECTOR_CONFIG: DetectorConfig = {
   leaveAfter: 5,
   severeExtraMs: 20,
   severeEnterAfter: 2,
+  severeChanceRate: 1e-5,
   minExtraMs: 1,
   delegationThresholdMs: 5,
   dpSlowRatio: 1.2,
@@ -59,6 +67,7 @@ export function validateDetectorConfig(c: DetectorConfig): string[] {
   // Infinity is allowed: "no sample is severe, always wait for enterAfter".
   if (!(typeof c.severeExtraMs === 'number' && c.severeExtraMs > 0)) problems.push('severeExtraMs must be a number > 0');
   if (!isInteger(c.severeEnterAfter, 1, 1000)) problems.push('severeEnterAfter must be an integer from 1 to 1000');
+  if (!(typeof c.severeChanceRate === 'number' && c.severeChanceRate > 0 && c.severeChanceRate <= 1)) problems.push('severeChanceRate must be a number in (0, 1]');
   if (!(typeof c.minExtraMs === 'number' && Number.isFinite(c.minExtraMs) && c.minExtraMs >= 0)) problems.push('minExtraMs must be a finite number >= 0');
   // Infinity is allowed: "never ask for delegation, judge by Eq. 1 tolerance only".
   if (!(typeof c.delegationThresholdMs === 'number' && c.delegationThresholdMs >= 0)) problems.push('delegationThresholdMs must be a number >= 0');

@@ -83,6 +83,7 @@ const configArb: fc.Arbitrary<DetectorConfig> = fc.record({
   leaveAfter: fc.integer({ min: 1, max: 4 }),
   severeExtraMs: fc.constantFrom(15, Infinity),
   severeEnterAfter: fc.integer({ min: 1, max: 3 }),
+  severeChanceRate: fc.constantFrom(1e-5, 1),
   minExtraMs: fc.constantFrom(0, 1, 2),
   delegationThresholdMs: fc.constantFrom(3, 5, 20),
   dpSlowRatio: fc.constantFrom(1.1, 1.2, 2),

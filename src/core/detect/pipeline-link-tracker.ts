@@ -27,9 +27,9 @@ class Direction {
   /** Became a straggler while flagging was suspended (JobDetector.suspend): not reported as one. */
   suppressed = false;
 
-  constructor(config: DetectorConfig, nominalMs: number | undefined) {
+  constructor(config: DetectorConfig, nominalMs: number | undefined, severeEnter: number) {
     this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
-    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, config.severeEnterAfter);
+    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, severeEnter);
   }
 
   /** A straggler as reported: active and not held back by a suspension. */
@@ -37,9 +37,9 @@ class Direction {
     return this.hysteresis.active && !this.suppressed;
   }
 
-  reconfigure(config: DetectorConfig): void {
+  reconfigure(config: DetectorConfig, severeEnter: number): void {
     this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup });
-    this.hysteresis.reconfigure(config.enterAfter, config.leaveAfter, config.severeEnterAfter);
+    this.hysteresis.reconfigure(config.enterAfter, config.leaveAfter, severeEnter);
   }
 
   /**
@@ -54,6 +54,16 @@ class Direction {
     return young && this.severeRun > 0 && this.severeRun < enterAfter ? this.severeRun : enterAfter;
   }
 }
+
+/** Healthy-link samples between two looks at the job's tail rate. */
+const RECOUNT_EVERY = 1024;
+/**
+ * Pseudo-samples with no severe one that the tail rate starts from: a young job's first tail
+ * sample must not read as a 1-in-50 rate.
+ */
+const PRIOR_SAMPLES = 4096;
+/** Past this many healthy samples the counts are halved: the rate follows the fabric as it changes. */
+const DECAY_AT = 1 << 20;
 
 function worse(a: number, b: number): number {
   if (a !== a) return b;
@@ -75,6 +85,14 @@ export class PipelineLinkTracker {
   private activeLinks = 0;
   private tracked = 0;
   private suspended = false;
+  /** Severe samples among the samples of healthy directions: the job's rate of chance tail samples. */
+  private healthySamples = 0;
+  private severeHealthySamples = 0;
+  private sinceRecount = 0;
+  /** The tail rate as last read (every RECOUNT_EVERY samples): a reconfigure re-reads no newer one. */
+  private rateRead = 0;
+  /** Severe samples in a row that make a straggler now (severeEnterAfter, raised by the tail rate). */
+  private severeEnter: number;
 
   constructor(
     private config: DetectorConfig,
@@ -87,6 +105,12 @@ export class PipelineLinkTracker {
     this.directions = new Array<Direction | undefined>(2 * this.links * dpSize).fill(undefined);
     this.tolerance = new Float64Array(this.links * dpSize).fill(Infinity);
     this.activeDirections = new Uint8Array(this.links * dpSize);
+    this.severeEnter = this.severeEnterFor(0);
+  }
+
+  /** Severe samples in a row that make a pipeline straggler at present (see DetectorConfig.severeChanceRate). */
+  get severeEnterAfter(): number {
+    return this.severeEnter;
   }
 
   /** Straggling links (either direction). */
@@ -111,7 +135,7 @@ export class PipelineLinkTracker {
     const slot = 2 * li + direction;
     let d = this.directions[slot];
     if (d === undefined) {
-      d = new Direction(this.config, this.nominalMs(sample.bytes));
+      d = new Direction(this.config, this.nominalMs(sample.bytes), this.severeEnter);
       this.directions[slot] = d;
       this.tracked++;
     }
@@ -130,6 +154,7 @@ export class PipelineLinkTracker {
       const bad = sample.error === 'timeout' || this.isBad(extra, li);
       const severe = bad && extra >= this.config.severeExtraMs;
       d.severeRun = severe ? d.severeRun + 1 : 0;
+      if (!d.hysteresis.active) this.countTail(severe);
       flipped = d.hysteresis.update(bad, severe);
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (d.nicFailure && !d.hysteresis.active) {
@@ -165,7 +190,39 @@ export class PipelineLinkTracker {
    */
   reconfigure(config: DetectorConfig): void {
     this.config = config;
-    for (const d of this.directions) d?.reconfigure(config);
+    this.severeEnter = this.severeEnterFor(this.rateRead);
+    for (const d of this.directions) d?.reconfigure(config, this.severeEnter);
+  }
+
+  /**
+   * Counts one sample of a healthy direction. Now and then re-reads the job's tail rate p (severe
+   * samples per healthy sample) and sets the severe run that makes a straggler: the least k from
+   * severeEnterAfter to enterAfter at which some direction of the job has a run of k by chance
+   * (directions x p^k per iteration) no more often than severeChanceRate. A job under heavy-tailed
+   * jitter so waits for a third severe sample before it switches; a quiet one still acts on the second.
+   */
+  private countTail(severe: boolean): void {
+    this.healthySamples++;
+    if (severe) this.severeHealthySamples++;
+    if (++this.sinceRecount < RECOUNT_EVERY) return;
+    this.sinceRecount = 0;
+    if (this.healthySamples > DECAY_AT) {
+      this.healthySamples /= 2;
+      this.severeHealthySamples /= 2;
+    }
+    this.rateRead = this.severeHealthySamples / (this.healthySamples + PRIOR_SAMPLES);
+    const k = this.severeEnterFor(this.rateRead);
+    if (k === this.severeEnter) return;
+    this.severeEnter = k;
+    for (const d of this.directions) d?.hysteresis.reconfigure(this.config.enterAfter, this.config.leaveAfter, k);
+  }
+
+  private severeEnterFor(rate: number): number {
+    const c = this.config;
+    const directions = Math.max(1, 2 * this.links * this.dpSize);
+    let k = c.severeEnterAfter;
+    while (k < c.enterAfter && directions * Math.pow(rate, k) > c.severeChanceRate) k++;
+    return k;
   }
 
   /**

@@ -197,6 +197,7 @@ export const configSchema = {
         "leaveAfter",
         "severeExtraMs",
         "severeEnterAfter",
+        "severeChanceRate",
         "minExtraMs",
         "delegationThresholdMs",
         "dpSlowRatio",
@@ -237,6 +238,12 @@ export const configSchema = {
           "type": "integer",
           "minimum": 1,
           "maximum": 1000
+        },
+        "severeChanceRate": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 1,
+          "description": "straggler entries per iteration that chance runs of tail samples may cause on the severe path; above it the path waits for more severe samples, up to enterAfter"
         },
         "minExtraMs": {
           "type": "number",

@@ -83,6 +83,11 @@ export const jobOverridesV1Schema = {
           "minimum": 1,
           "maximum": 1000
         },
+        "severeChanceRate": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 1
+        },
         "minExtraMs": {
           "type": "number",
           "minimum": 0

@@ -1079,6 +1079,7 @@ export const jobsApiV1Schema = {
                     "leaveAfter",
                     "severeExtraMs",
                     "severeEnterAfter",
+                    "severeChanceRate",
                     "minExtraMs",
                     "delegationThresholdMs",
                     "dpSlowRatio",
@@ -1105,6 +1106,9 @@ export const jobsApiV1Schema = {
                       "type": "number"
                     },
                     "severeEnterAfter": {
+                      "type": "number"
+                    },
+                    "severeChanceRate": {
                       "type": "number"
                     },
                     "minExtraMs": {
