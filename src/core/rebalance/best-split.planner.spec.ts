@@ -1,26 +1,10 @@
 import fc from 'fast-check';
 import { bestSplit } from './best-split.planner';
-import { priceSplit } from './price-split.util';
+import { bruteForceSplit } from './brute-force-split.util';
 import { RebalanceProblem } from './rebalance-problem.type';
 
-/** Every split of `layers` into `stages` parts of at least one. */
-function* splits(layers: number, stages: number): Generator<number[]> {
-  if (stages === 1) {
-    yield [layers];
-    return;
-  }
-  for (let first = 1; first <= layers - (stages - 1); first++) for (const rest of splits(layers - first, stages - 1)) yield [first, ...rest];
-}
-
 /** The least objective over all fitting splits, by enumeration (null: none fits). */
-function bruteForce(problem: RebalanceProblem): number | null {
-  let best: number | null = null;
-  for (const split of splits(problem.layers.fMs.length, problem.current.length)) {
-    const price = priceSplit(problem, split);
-    if (price.fits && (best === null || price.objectiveMs < best)) best = price.objectiveMs;
-  }
-  return best;
-}
+const bruteForce = (problem: RebalanceProblem): number | null => bruteForceSplit(problem)?.objectiveMs ?? null;
 
 function uniform(stages: number, perStage: number, overrides: Partial<RebalanceProblem> = {}): RebalanceProblem {
   const L = stages * perStage;
