@@ -7,51 +7,11 @@ import fc from 'fast-check';
 import { InputError } from '../input-error';
 import { seededRandom } from '../planner/seeded-random';
 import { DEFAULT_DETECTOR_CONFIG, DetectorConfig } from './detector-config.type';
-import { ComputeObservation, DetectionSnapshot, JobDetector, LinkError, LinkObservation } from './job-detector';
+import { DetectionSnapshot, JobDetector, LinkError } from './job-detector';
+import { EmulatedRanks } from './emulated-ranks.fixture';
 
-/** Ranks of an S x dp job (rank = d * S + pp) reporting pipeline links, ring neighbours and compute. */
-class Ranks {
-  iteration = 0;
-  pipelineMs: (d: number, link: number, fwd: boolean) => number = () => 10;
-  pipelineError: (d: number, link: number) => LinkError = () => null;
-  dpMs: (from: number, to: number) => number = () => 20;
-  compute: (d: number, pp: number) => ComputeObservation = () => ({ f: 10, b: 10, w: 10 });
-
-  constructor(public detector: JobDetector, readonly S: number, readonly dp: number) {}
-
-  rank(d: number, pp: number): number {
-    return d * this.S + pp;
-  }
-
-  links(d: number, pp: number): LinkObservation[] {
-    const out: LinkObservation[] = [];
-    const pipe = (peerPp: number, link: number, fwd: boolean) => {
-      const ms = this.pipelineMs(d, link, fwd);
-      out.push({ peer: this.rank(d, peerPp), kind: 'pipeline', bytes: 8e6, medianMs: ms, maxMs: ms * 1.2, delegated: false, error: fwd ? this.pipelineError(d, link) : null });
-    };
-    if (pp + 1 < this.S) pipe(pp + 1, pp, true);
-    if (pp > 0) pipe(pp - 1, pp - 1, false);
-    const ring = new Set([(d + 1) % this.dp, (d + this.dp - 1) % this.dp]);
-    ring.delete(d);
-    for (const peerD of ring) {
-      const ms = this.dpMs(this.rank(d, pp), this.rank(peerD, pp));
-      out.push({ peer: this.rank(peerD, pp), kind: 'data-parallel', bytes: 6e7, medianMs: ms, maxMs: ms, delegated: false, error: null });
-    }
-    return out;
-  }
-
-  /** One iteration into every detector given (all fed the same reports). */
-  iterate(detectors: JobDetector[] = [this.detector]): void {
-    for (let d = 0; d < this.dp; d++) {
-      for (let pp = 0; pp < this.S; pp++) {
-        const compute = this.compute(d, pp);
-        const links = this.links(d, pp);
-        for (const det of detectors) det.observe(this.rank(d, pp), this.iteration, compute, links);
-      }
-    }
-    this.iteration++;
-  }
-}
+const Ranks = EmulatedRanks;
+type Ranks = EmulatedRanks;
 
 function topology(S: number, dp: number) {
   return { stages: S, dpSize: dp, ranks: Array.from({ length: S * dp }, (_, rank) => ({ rank, dp: Math.floor(rank / S), pp: rank % S })) };
@@ -100,8 +60,8 @@ function noisy(r: Ranks, seed: number): void {
     return slow.get(key)!;
   };
   const at = (key: string) => spell(`${key}@${Math.floor(r.iteration / 7)}`);
-  r.pipelineMs = (d, link, fwd) => 10 + 2 * rnd() + at(`p${d}:${link}:${fwd}`);
-  r.pipelineError = (d, link) => (at(`n${d}:${link}`) > 33 ? 'nic-failure' : null);
+  r.pipelineMs = (d, link, dir) => 10 + 2 * rnd() + at(`p${d}:${link}:${dir === 'fwd'}`);
+  r.pipelineError = (d, link, dir) => (dir === 'fwd' && at(`n${d}:${link}`) > 33 ? 'nic-failure' : null);
   r.dpMs = (from, to) => 20 + 2 * rnd() + at(`d${from}>${to}`);
   r.compute = (d, pp) => ({ f: 10 + rnd() + at(`c${d}:${pp}`) / 5, b: 10, w: 10 });
 }
@@ -328,7 +288,7 @@ describe('JobDetector.suspend', () => {
             if (e.suspend) expect(after).toBe(before); // suspending never hides what is flagged
           }
           r.pipelineMs = (d, link) => 10 + (d === e.d && link === e.link ? e.extraMs : 0);
-          r.pipelineError = (d, link) => (d === e.d && link === e.link ? e.error : null);
+          r.pipelineError = (d, link, dir) => (d === e.d && link === e.link && dir === 'fwd' ? e.error : null);
           r.dpMs = (from) => 20 * (from === r.rank(e.d, e.link) ? e.dpSlow : 1);
           r.compute = (d, pp) => ({ f: 10 * (d === e.d && pp === e.link ? e.computeSlow : 1), b: 10, w: 10 });
           for (let k = 0; k < e.iterations; k++) {

@@ -2,70 +2,15 @@ import fc from 'fast-check';
 import { InputError } from '../input-error';
 import { seededRandom } from '../planner/seeded-random';
 import { DEFAULT_DETECTOR_CONFIG, DetectorConfig } from './detector-config.type';
-import { ComputeObservation, DetectionSnapshot, JobDetector, LinkError, LinkObservation, ObserveResult, PipelineLinkState } from './job-detector';
+import { DetectionSnapshot, JobDetector, LinkError, PipelineLinkState } from './job-detector';
+import { EmulatedRanks } from './emulated-ranks.fixture';
 
-type Dir = 'fwd' | 'bwd';
-
-/**
- * Emulated ranks of an (S stages x dp replicas) job, rank = d * S + pp: every rank reports its
- * pipeline links (forward to pp + 1, backward to pp - 1) and its data-parallel ring neighbours.
- */
-class Ranks {
-  iteration = 0;
-  pipelineMs: (d: number, link: number, dir: Dir) => number = () => 10;
-  pipelineError: (d: number, link: number, dir: Dir) => LinkError = () => null;
-  dpMs: (fromRank: number, toRank: number) => number = () => 20;
-  dpError: (fromRank: number, toRank: number) => LinkError = () => null;
-  compute: (d: number, pp: number) => ComputeObservation = () => ({ f: 10, b: 10, w: 10 });
-
-  constructor(
-    readonly detector: JobDetector,
-    readonly S: number,
-    readonly dp: number,
-  ) {}
-
-  rank(d: number, pp: number): number {
-    return d * this.S + pp;
-  }
-
-  links(d: number, pp: number): LinkObservation[] {
-    const out: LinkObservation[] = [];
-    const pipe = (peerPp: number, link: number, dir: Dir) => {
-      const ms = this.pipelineMs(d, link, dir);
-      out.push({ peer: this.rank(d, peerPp), kind: 'pipeline', bytes: 8e6, medianMs: ms, maxMs: ms * 1.2, delegated: false, error: this.pipelineError(d, link, dir) });
-    };
-    if (pp + 1 < this.S) pipe(pp + 1, pp, 'fwd');
-    if (pp > 0) pipe(pp - 1, pp - 1, 'bwd');
-    const ring = new Set([(d + 1) % this.dp, (d + this.dp - 1) % this.dp]);
-    ring.delete(d);
-    for (const peerD of ring) {
-      const from = this.rank(d, pp);
-      const to = this.rank(peerD, pp);
-      const ms = this.dpMs(from, to);
-      out.push({ peer: to, kind: 'data-parallel', bytes: 6e7, medianMs: ms, maxMs: ms, delegated: false, error: this.dpError(from, to) });
-    }
-    return out;
-  }
-
-  /** One report per rank, in (dp, pp) order; returns the results by rank. */
-  iterate(): ObserveResult[] {
-    const results: ObserveResult[] = [];
-    for (let d = 0; d < this.dp; d++) {
-      for (let pp = 0; pp < this.S; pp++) results[this.rank(d, pp)] = this.detector.observe(this.rank(d, pp), this.iteration, this.compute(d, pp), this.links(d, pp));
-    }
-    this.iteration++;
-    return results;
-  }
-
-  run(iterations: number): ObserveResult[][] {
-    return Array.from({ length: iterations }, () => this.iterate());
-  }
-}
+type Ranks = EmulatedRanks;
 
 /** Most cases here test the K-sample rule, so no sample is severe unless a case says so (see 'severe samples'). */
 function job(S: number, dp: number, config: Partial<DetectorConfig> = {}, nominal?: { latencyMs?: number; gbps?: number }): Ranks {
   const ranks = Array.from({ length: S * dp }, (_, rank) => ({ rank, dp: Math.floor(rank / S), pp: rank % S }));
-  return new Ranks(new JobDetector({ stages: S, dpSize: dp, ranks }, { ...DEFAULT_DETECTOR_CONFIG, severeExtraMs: Infinity, ...config }, nominal), S, dp);
+  return new EmulatedRanks(new JobDetector({ stages: S, dpSize: dp, ranks }, { ...DEFAULT_DETECTOR_CONFIG, severeExtraMs: Infinity, ...config }, nominal), S, dp);
 }
 
 function pipelineLink(s: DetectionSnapshot, dp: number, link: number): PipelineLinkState {
