@@ -75,6 +75,20 @@ def scripted(schedules: List[Dict[str, Any]], rank: int, stages: int, dp: int = 
     return ScriptedControl(schedules, rank, d, pp)
 
 
+def one_f_one_b(stages: int, microbatches: int, dp: int = 1, job: str = "local") -> Dict[str, Any]:
+    """A committed schedule.v1 of plain 1F1B (W right after its B, no delegation) for `scripted`:
+    a dry run of your loop without a daemon."""
+    def ops(stage: int) -> List[str]:
+        warm = min(microbatches, stages - stage)
+        order = ["F%d" % j for j in range(warm)]
+        for j in range(microbatches):
+            order += ["B%d" % j, "W%d" % j] + (["F%d" % (j + warm)] if j + warm < microbatches else [])
+        return order
+    return {"protocol": 1, "jobId": job, "version": 1, "epoch": 1, "state": "committed", "effectiveIteration": 0,
+            "pipelines": [{"dpReplicas": list(range(dp)), "warmup": [min(microbatches, stages - s) for s in range(stages)],
+                           "stages": [ops(s) for s in range(stages)]}], "delegation": []}
+
+
 def connect(redis_url: str, job: str, rank: int, stages: int, dp: int = 1, registration: Optional[Dict[str, Any]] = None,
             timeout_s: float = 300.0) -> Any:
     """The daemon's control for this rank (pipemorph.protocol.PipemorphRank): registers the job

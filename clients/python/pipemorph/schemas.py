@@ -3,7 +3,8 @@ validates against and its TypeScript types are inferred from), and a checker for
 JSON Schema draft-07 they use. Messages are checked before they are written, so a malformed one
 fails here with the path of the problem instead of landing on the daemon's rejected stream.
 
-The files are found in $PIPEMORPH_SCHEMA_DIR, else in the repository this package sits in.
+The files are found in $PIPEMORPH_SCHEMA_DIR, else in the repository this package sits in, else in
+pipemorph/wire_schemas/ (where an installed package carries the copy setup.py made at build time).
 """
 import json
 import math
@@ -12,7 +13,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_CANDIDATES = [os.environ.get("PIPEMORPH_SCHEMA_DIR", ""), os.path.join(_HERE, "..", "..", "..", "schemas")]
+_CANDIDATES = [os.environ.get("PIPEMORPH_SCHEMA_DIR", ""), os.path.join(_HERE, "..", "..", "..", "schemas"),
+               os.path.join(_HERE, "wire_schemas")]
 _cache: Dict[str, Dict[str, Any]] = {}
 
 
