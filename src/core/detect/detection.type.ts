@@ -108,6 +108,14 @@ export interface DetectionSnapshot {
   stageTimes: { fMs: number[]; bMs: number[]; wMs: number[] };
 }
 
+/** What the detector has learned of the job's noise, and the rule it applies because of it. */
+export interface DetectionNoise {
+  /** Severe samples per sample on healthy pipeline links (chance tail samples), as last read. */
+  tailRate: number;
+  /** Severe samples in a row that make a pipeline straggler now: severeEnterAfter, raised while tailRate makes that many likely by chance. */
+  severeEnterAfter: number;
+}
+
 export interface ObserveResult {
   /** The report was taken into the detector state (false for unknown ranks and duplicates). */
   accepted: boolean;

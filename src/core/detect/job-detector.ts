@@ -1,6 +1,6 @@
 import { InputError } from '../input-error';
 import { DataParallelLinkTracker } from './data-parallel-link-tracker';
-import { ComputeObservation, DetectionSnapshot, JobTopology, LinkObservation, ObserveResult } from './detection.type';
+import { ComputeObservation, DetectionNoise, DetectionSnapshot, JobTopology, LinkObservation, ObserveResult } from './detection.type';
 import { DetectorConfig, validateDetectorConfig } from './detector-config.type';
 import { BACKWARD, FORWARD, NominalNetwork, PipelineLinkTracker } from './pipeline-link-tracker';
 import { RankComputeTracker } from './rank-compute-tracker';
@@ -177,6 +177,11 @@ export class JobDetector {
       compute: this.compute.states(this.byPosition, this.rankOf, this.dpOf),
       stageTimes: this.compute.stageTimes(),
     };
+  }
+
+  /** The job's tail rate and the severe-entry rule it sets (DetectorConfig.severeChanceRate). */
+  noise(): DetectionNoise {
+    return { tailRate: this.pipeline.tailRate, severeEnterAfter: this.pipeline.severeEnterAfter };
   }
 
   /** Stragglers only, cheap: pipeline links + data-parallel links + ranks that straggle now. */

@@ -34,6 +34,8 @@ describe('PipelineLinkTracker: severe entry against the job tail rate', () => {
     // 1 sample in 200 severe on 56 directions: a run of 2 somewhere every ~700 iterations, of 3 every ~140000.
     healthy(t, 4000, 0.005, 2);
     expect(t.severeEnterAfter).toBe(3);
+    expect(t.tailRate).toBeGreaterThan(0.004);
+    expect(t.tailRate).toBeLessThan(0.006);
     expect(flagsAfter(t, 2)).toBe(false);
     expect(flagsAfter(t, 1)).toBe(true);
   });

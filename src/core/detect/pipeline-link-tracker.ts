@@ -113,6 +113,11 @@ export class PipelineLinkTracker {
     return this.severeEnter;
   }
 
+  /** The job's rate of severe samples on healthy links, as last read (what severeEnterAfter follows). */
+  get tailRate(): number {
+    return this.rateRead;
+  }
+
   /** Straggling links (either direction). */
   get activeCount(): number {
     return this.activeLinks;

@@ -66,6 +66,7 @@ export class JobsController {
         compute: snapshot.compute.filter((c) => c.straggler),
       },
       stageTimes: snapshot.stageTimes,
+      detection: job.detector.noise(),
       schedule: job.committed
         ? { version: job.committed.version, effectiveIteration: job.committed.effectiveIteration, warmups: job.committed.pipelines.map((p) => ({ dpReplicas: p.dpReplicas, warmup: p.warmup })), delegation: job.committed.delegation, reason: job.committed.reason, prediction: job.committed.prediction }
         : null,

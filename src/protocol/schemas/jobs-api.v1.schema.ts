@@ -458,6 +458,7 @@ export const jobsApiV1Schema = {
         "counters",
         "links",
         "stageTimes",
+        "detection",
         "schedule",
         "overrides"
       ],
@@ -588,6 +589,26 @@ export const jobsApiV1Schema = {
               "items": {
                 "$ref": "#/definitions/dataParallelLink"
               }
+            }
+          }
+        },
+        "detection": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "tailRate",
+            "severeEnterAfter"
+          ],
+          "description": "What the detector learned of the job's noise: severe samples per sample on its healthy pipeline links, and the severe samples in a row that make a pipeline straggler because of it (detection.severeEnterAfter, raised while a run that long is more likely by chance than detection.severeChanceRate).",
+          "properties": {
+            "tailRate": {
+              "type": "number",
+              "minimum": 0,
+              "maximum": 1
+            },
+            "severeEnterAfter": {
+              "type": "integer",
+              "minimum": 1
             }
           }
         },
@@ -757,8 +778,105 @@ export const jobsApiV1Schema = {
             "straggler",
             "recovery",
             "nic-failure",
-            "remap"
+            "remap",
+            "rebalance"
           ]
+        },
+        "rebalance": {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "slowRanks",
+            "speed",
+            "currentSplit",
+            "split",
+            "moveBytes",
+            "moveMs",
+            "expectedIterations",
+            "replanMs",
+            "newMs",
+            "exact"
+          ],
+          "description": "Kind rebalance only (docs/rebalancing.md): the compute stragglers, the per-stage speeds priced, the split in force and the one chosen (null: none better or none fits), the handoff, and the predicted iteration times of re-planning alone and of the new split.",
+          "properties": {
+            "slowRanks": {
+              "type": "array",
+              "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": [
+                  "rank",
+                  "pp",
+                  "ratio"
+                ],
+                "properties": {
+                  "rank": {
+                    "$ref": "#/definitions/count"
+                  },
+                  "pp": {
+                    "$ref": "#/definitions/count"
+                  },
+                  "ratio": {
+                    "type": [
+                      "number",
+                      "null"
+                    ]
+                  }
+                }
+              }
+            },
+            "speed": {
+              "type": "array",
+              "items": {
+                "type": "number"
+              }
+            },
+            "currentSplit": {
+              "type": "array",
+              "items": {
+                "type": "integer",
+                "minimum": 1
+              }
+            },
+            "split": {
+              "type": [
+                "array",
+                "null"
+              ],
+              "items": {
+                "type": "integer",
+                "minimum": 1
+              }
+            },
+            "moveBytes": {
+              "type": "number",
+              "minimum": 0
+            },
+            "moveMs": {
+              "type": "number",
+              "minimum": 0
+            },
+            "expectedIterations": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "description": "The straggler's expected remaining iterations (null: unbounded)."
+            },
+            "replanMs": {
+              "type": "number"
+            },
+            "newMs": {
+              "type": [
+                "number",
+                "null"
+              ]
+            },
+            "exact": {
+              "type": "boolean",
+              "description": "Whether the split search proved its split optimal for its estimate."
+            }
+          }
         },
         "verdict": {
           "enum": [
