@@ -29,8 +29,12 @@ import sys
 import torch
 import torch.distributed as dist
 
-from pipemorph import gpt  # the model: replace with yours
-from pipemorph.integration import PipelineModel, PipelineTrainer, connect, one_f_one_b, scripted
+try:
+    import pipemorph  # noqa: F401 - installed (pip install "./clients/python[runtime]")
+except ImportError:  # run from the source tree: clients/python beside this folder
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from pipemorph import gpt  # noqa: E402 - the model: replace with yours
+from pipemorph.integration import PipelineModel, PipelineTrainer, connect, one_f_one_b, scripted  # noqa: E402
 
 
 def registration(job: str, stages: int, dp: int, microbatches: int, activation_bytes: int) -> dict:
