@@ -1,6 +1,7 @@
 import { DelegationPlan, PipelineGroupPlan } from './control-input.type';
+import { LayerSplitChange } from '../rebalance/layer-split-change.type';
 
-export type DecisionKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'remap';
+export type DecisionKind = 'initial' | 'straggler' | 'recovery' | 'nic-failure' | 'remap' | 'rebalance';
 
 /** A new placement of the job's nodes (kind 'remap'). */
 export interface TopologyChange {
@@ -33,6 +34,8 @@ export interface ControlDecision {
   dataParallelLinks?: Array<{ fromRank: number; toRank: number; extraMs: number }>;
   /** Set for kind 'remap'. */
   topology?: TopologyChange;
+  /** Set for kind 'rebalance': the new split of the layers into stages (docs/rebalancing.md). */
+  layers?: LayerSplitChange;
   /** Whether the op lists changed (false: delegation toggles only). */
   reschedule: boolean;
   detail: string;

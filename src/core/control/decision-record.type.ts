@@ -1,5 +1,6 @@
 import { DecisionKind } from './control-decision.type';
 import { CostEstimate } from './switch-gate';
+import { RebalanceEvidence } from '../rebalance/rebalance-evidence.type';
 
 /**
  * One entry of a job's decision log (GET /jobs/:id/decisions, `pipemorph replay`): what the control
@@ -36,4 +37,6 @@ export interface DecisionRecord {
    */
   repeats: number;
   firstIteration: number;
+  /** Kind 'rebalance' only: the compute stragglers, speeds, splits and predictions (docs/rebalancing.md). */
+  rebalance?: RebalanceEvidence;
 }

@@ -15,6 +15,7 @@ import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { controlConfigOf } from '../config/control-config-of';
 import { judgeForJob } from './judge-for-job';
+import { rebalanceForJob } from './rebalance-for-job';
 import { inSpan } from '../tracing/tracer';
 
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
@@ -131,7 +132,16 @@ export class ControlService {
       outcome = refined;
       judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
     }
-    const decision = judged && judged.take ? outcome.decision : null;
+    let decision = judged && judged.take ? outcome.decision : null;
+    // No other switch: a job that declared its layers may move them away from a slow rank (docs/rebalancing.md).
+    if (!decision && job.committed) {
+      const rebalanced = rebalanceForJob(job, input, snapshot, this.config, this.controlConfigFor(job), outcome.predictedStaticMs, now);
+      if (rebalanced) this.metrics.decisions.inc({ job: job.jobId, kind: 'rebalance', verdict: rebalanced.record.verdict });
+      if (rebalanced?.take && rebalanced.decision) {
+        decision = rebalanced.decision;
+        judged = rebalanced;
+      }
+    }
     if (decision && judged) {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
       // Timed from now, not from the step's start: planning may have taken a while.

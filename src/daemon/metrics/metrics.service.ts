@@ -9,7 +9,7 @@ import { FencedResult } from '../store/job-store.repository';
 const DECISION_VERDICTS = ['taken', 'declined', 'paused'] as const;
 
 /** Every value a label can take (bounded cardinality), also what forgetJob removes. Typed so a new kind or result must be listed here. */
-export const REPLAN_KINDS = Object.keys({ initial: 1, straggler: 1, recovery: 1, 'nic-failure': 1, remap: 1 } satisfies Record<DecisionKind, 1>) as DecisionKind[];
+export const REPLAN_KINDS = Object.keys({ initial: 1, straggler: 1, recovery: 1, 'nic-failure': 1, remap: 1, rebalance: 1 } satisfies Record<DecisionKind, 1>) as DecisionKind[];
 export const PUBLISH_OUTCOMES = ['prepared', 'committed', 'aborted', ...Object.keys({ fenced: 1, busy: 1, stale: 1 } satisfies Record<Exclude<FencedResult, 'ok'>, 1>)] as const;
 /** Why a prepared schedule was aborted: a rank refused it, not every rank acknowledged in time, or a new owner dropped the old owner's prepare. */
 export const ABORT_REASONS = ['refused', 'timeout', 'replica_changed'] as const;

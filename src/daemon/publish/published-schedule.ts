@@ -33,7 +33,19 @@ export function publishedScheduleOf(
     prediction: { previousMs: decision.predictedPreviousMs, newMs: decision.predictedNewMs, staticMs: decision.predictedStaticMs },
     traceId: at.traceId,
     ...topologyOf(job, decision, at.version),
+    ...layersOf(job, decision, at.version),
   };
+}
+
+/**
+ * The split of the layers a schedule runs (docs/rebalancing.md): a new split version for a
+ * re-balance, else the one in force carried over (absent while the registered split runs).
+ */
+function layersOf(job: JobRuntime, decision: ControlDecision, version: number): { layers?: NonNullable<PublishedSchedule['layers']> } {
+  const inForce = job.committed?.layers;
+  const change = decision.layers;
+  if (!change) return inForce ? { layers: { ...inForce, moves: [] } } : {};
+  return { layers: { version: (inForce?.version ?? 0) + 1, sinceVersion: version, perStage: change.perStage, moves: change.moves } };
 }
 
 /**

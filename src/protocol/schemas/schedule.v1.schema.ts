@@ -139,7 +139,8 @@ export const scheduleV1Schema = {
             "recovery",
             "nic-failure",
             "compute",
-            "remap"
+            "remap",
+            "rebalance"
           ]
         },
         "links": {
@@ -292,6 +293,76 @@ export const scheduleV1Schema = {
           "items": {
             "type": "integer",
             "minimum": 0
+          }
+        }
+      }
+    },
+    "layers": {
+      "type": "object",
+      "additionalProperties": false,
+      "description": "Present once the job's layers have been re-balanced away from the split it registered (docs/protocol.md sec. 5.7, docs/rebalancing.md). Ranks switch to it at effectiveIteration together with the schedule: the layers listed in `moves` are handed over (weights and optimizer state) at the boundary before it.",
+      "required": [
+        "version",
+        "sinceVersion",
+        "perStage",
+        "moves"
+      ],
+      "properties": {
+        "version": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "Split version: +1 with every re-balance; a rank moves layers only when it changes."
+        },
+        "sinceVersion": {
+          "type": "integer",
+          "minimum": 1,
+          "description": "Schedule version that introduced this split."
+        },
+        "perStage": {
+          "type": "array",
+          "minItems": 1,
+          "description": "Layers each stage holds from effectiveIteration on, in stage order (contiguous, model order).",
+          "items": {
+            "type": "integer",
+            "minimum": 1
+          }
+        },
+        "moves": {
+          "type": "array",
+          "description": "Runs of layers whose stage changes at this split version (empty when carried over).",
+          "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": [
+              "firstLayer",
+              "lastLayer",
+              "fromStage",
+              "toStage",
+              "bytes"
+            ],
+            "properties": {
+              "firstLayer": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "lastLayer": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "fromStage": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "toStage": {
+                "type": "integer",
+                "minimum": 0
+              },
+              "bytes": {
+                "type": "number",
+                "minimum": 0,
+                "description": "Weights, gradients and optimizer state of the run (the registration's stateBytes)."
+              }
+            }
           }
         }
       }

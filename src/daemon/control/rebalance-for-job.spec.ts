@@ -1,0 +1,95 @@
+import { jobKeys } from '../../protocol/redis-keys';
+import { Registration } from '../../protocol/protocol-v1.type';
+import { ingestPass, metricValue, registeredJob, registration, serviceHarness, ServiceHarness } from '../../../test/support/service-harness';
+import { JobRuntime } from '../jobs/job-runtime';
+import { jobsApiProblem } from '../../../test/support/jobs-api-schema';
+import { compileSchema } from '../../protocol/schema-validator';
+import scheduleSchema from '../../../schemas/schedule.v1.schema.json';
+
+const scheduleCheck = compileSchema(scheduleSchema);
+/** GET /jobs/:id/decisions as the API answers it (JSON). */
+const decisionsBody = (job: JobRuntime) => JSON.parse(JSON.stringify({ jobId: job.jobId, total: job.decisions.count, decisions: job.decisions.recent(), overrideChanges: job.overrides.changes }));
+
+/** 4 stages of 6 layers (2 ms F, B and W each: 12 ms per stage), 16 microbatches, one replica. */
+function layered(jobId: string): Registration {
+  return {
+    ...registration(jobId, 4),
+    layers: { fMs: new Array(24).fill(2), bMs: new Array(24).fill(2), wMs: new Array(24).fill(2), stateBytes: new Array(24).fill(1e9), activationBytes: new Array(24).fill(1e8), perStage: [6, 6, 6, 6] },
+  };
+}
+
+/** Every rank's report of `iteration`, healthy links, stage 1's compute `slow` times the declared (or the split in force's) layer times. */
+async function report(h: ServiceHarness, spec: Registration, iteration: number, slow: number, perStage: readonly number[]): Promise<void> {
+  const v = h.registry.get(spec.jobId)?.committed?.version ?? 0;
+  for (const r of spec.ranks) {
+    const links = [];
+    for (const peer of [r.pp - 1, r.pp + 1]) if (peer >= 0 && peer < spec.stages) links.push({ peer, kind: 'pipeline', bytes: 1 << 24, medianMs: 1, maxMs: 1.2, delegated: false, error: null });
+    const ms = 2 * perStage[r.pp] * (r.pp === 1 ? slow : 1);
+    await h.store.append(jobKeys(spec.jobId).reports, JSON.stringify({ type: 'report', protocol: 1, jobId: spec.jobId, rank: r.rank, iteration, scheduleVersion: v, computeMs: { f: ms, b: ms, w: ms }, links }), 100000);
+  }
+}
+
+/** 12 healthy iterations, then 12 with stage 1 1.5x slower, then a control step past the re-plan interval. */
+async function slowStage(h: ServiceHarness, spec: Registration): Promise<JobRuntime> {
+  const job = await registeredJob(h, spec);
+  for (let i = 0; i < 24; i++) {
+    h.clock.advance(100);
+    await report(h, spec, i, i < 12 ? 1 : 1.5, [6, 6, 6, 6]);
+    await ingestPass(h);
+  }
+  expect(job.detector.snapshot().compute.find((c) => c.rank === 1)?.straggler).toBe(true);
+  h.clock.advance(h.config.control.minReplanIntervalMs);
+  await h.control.evaluate(job);
+  return job;
+}
+
+describe('re-balancing in the control step', () => {
+  it('moves layers off a confirmed compute straggler: logged as taken, the prepared schedule carries the new split', async () => {
+    const h = serviceHarness();
+    const spec = layered('rb-take');
+    const job = await slowStage(h, spec);
+    const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ verdict: 'taken', rebalance: { slowRanks: [{ rank: 1, pp: 1 }], currentSplit: [6, 6, 6, 6], split: [7, 3, 7, 7], exact: true } });
+    expect(logged[0].rebalance!.speed.map((s) => Math.round(s * 100) / 100)).toEqual([1, 1.5, 1, 1]);
+    expect(logged[0].reason).toMatch(/^re-balanced: split \[7,3,7,7\]/);
+    const schedule = job.handshake!.schedule;
+    expect(schedule.reason.kind).toBe('rebalance');
+    expect(schedule.layers).toEqual({
+      version: 1,
+      sinceVersion: schedule.version,
+      perStage: [7, 3, 7, 7],
+      moves: [
+        { firstLayer: 6, lastLayer: 6, fromStage: 1, toStage: 0, bytes: 1e9 },
+        { firstLayer: 10, lastLayer: 11, fromStage: 1, toStage: 2, bytes: 2e9 },
+        { firstLayer: 17, lastLayer: 17, fromStage: 2, toStage: 3, bytes: 1e9 },
+      ],
+    });
+    // Stage times of the new split priced at the measured speeds: 7 x 2 ms and 3 x 2 x 1.5 ms per op.
+    expect(scheduleCheck.check(JSON.parse(JSON.stringify(schedule)))).toBeNull();
+    expect(jobsApiProblem('decisions', decisionsBody(job))).toBeNull();
+    expect(schedule.prediction.newMs).toBeLessThan(0.85 * schedule.prediction.previousMs!);
+    expect(await metricValue(h, 'pipemorph_decisions_total', { kind: 'rebalance', verdict: 'taken' })).toBe(1);
+    expect(await metricValue(h, 'pipemorph_replans_total', { kind: 'rebalance' })).toBe(1);
+    // The same inputs again decide nothing new.
+    await h.control.evaluate(job);
+    expect(job.decisions.recent().filter((d) => d.kind === 'rebalance')).toHaveLength(1);
+  });
+
+  it('declines when the handoff does not pay back, saying why, and publishes nothing', async () => {
+    const h = serviceHarness({ config: (c) => (c.rebalance.handoffGBps = 0.001) });
+    const job = await slowStage(h, layered('rb-decline'));
+    const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
+    expect(logged).toHaveLength(1);
+    expect(logged[0].verdict).toBe('declined');
+    expect(logged[0].reason).toMatch(/^declined: split .* against re-planning alone on \[6,6,6,6\] .* below rebalance.minGain 5.0%$/);
+    expect(job.handshake).toBeNull();
+    expect(jobsApiProblem('decisions', decisionsBody(job))).toBeNull();
+  });
+
+  it('leaves a job without layers to re-planning alone', async () => {
+    const h = serviceHarness();
+    const job = await slowStage(h, registration('rb-none', 4));
+    expect(job.decisions.recent().some((d) => d.kind === 'rebalance')).toBe(false);
+  });
+});

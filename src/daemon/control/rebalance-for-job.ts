@@ -1,0 +1,125 @@
+import { ControlConfig } from '../../core/control/control-config.type';
+import { ControlDecision } from '../../core/control/control-decision.type';
+import { JobControlInput } from '../../core/control/control-input.type';
+import { DecisionRecord } from '../../core/control/decision-record.type';
+import { computeKey } from '../../core/control/switch-gate';
+import { DetectionSnapshot } from '../../core/detect/job-detector';
+import { decideRebalance } from '../../core/rebalance/decide-rebalance.planner';
+import { PipemorphConfig } from '../config/pipemorph-config.type';
+import { rebalanceConfigOf } from '../config/rebalance-config-of';
+import { JobRuntime } from '../jobs/job-runtime';
+import { switchLead } from '../publish/switch-lead';
+
+/** Per job: what the last re-balance decision was made on (split in force, speeds to 0.05, slow ranks), so a step that sees the same decides nothing. */
+const decidedOn = new WeakMap<JobRuntime, string>();
+
+const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
+
+/**
+ * The re-balance step of a job that declared its `layers` (docs/rebalancing.md), after the
+ * control step took no other switch: when a compute straggler is confirmed, or the split in force
+ * is not the registered one (a rank may have healed), the core's decideRebalance with per-stage
+ * speeds measured against the declared layer times (the slowest replica's F+B+W over the sum of
+ * its layers' under the split in force: what survives a re-split, unlike a rank's learned
+ * baseline), amortising the handoff over the straggler's expected remaining iterations
+ * (StragglerHistory, key c:<rank>; a healthy spell's when moving back). Logged in the job's
+ * decision log, taken or declined with why; switching paused for the job logs it as paused. Null
+ * when there is nothing to decide (no layers, no slow rank and the registered split in force, or
+ * the same inputs as the last decision).
+ */
+export function rebalanceForJob(
+  job: JobRuntime,
+  input: JobControlInput,
+  snapshot: DetectionSnapshot,
+  config: PipemorphConfig,
+  control: ControlConfig,
+  staticMs: number,
+  now: number,
+): { take: boolean; decision: ControlDecision | null; record: DecisionRecord } | null {
+  const registration = job.spec.registration;
+  const layers = registration.layers;
+  if (!layers || !job.committed) return null;
+  const S = job.spec.stages;
+  const split = job.committed.layers?.perStage ?? layers.perStage;
+  if (split.length !== S) return null;
+  const slow = snapshot.compute.filter((c) => c.straggler);
+  const moved = split.join(',') !== layers.perStage.join(',');
+  if (slow.length === 0 && !moved) return null;
+
+  const declared = new Array<number>(S).fill(0);
+  for (let s = 0, first = 0; s < S; first += split[s], s++) {
+    for (let l = first; l < first + split[s]; l++) declared[s] += layers.fMs[l] + layers.bMs[l] + layers.wMs[l];
+  }
+  const measured = new Array<number>(S).fill(Number.NaN);
+  for (const c of snapshot.compute) {
+    const total = c.fMs + c.bMs + c.wMs;
+    if (Number.isFinite(total) && !(total <= measured[c.pp])) measured[c.pp] = total;
+  }
+  const speed = measured.map((m, s) => (Number.isFinite(m) && declared[s] > 0 ? m / declared[s] : 1));
+  const key = `${split.join(',')}|${speed.map((x) => Math.round(x * 20) / 20).join(',')}|${slow.map((c) => c.rank).join(',')}`;
+  if (decidedOn.get(job) === key) return null;
+  decidedOn.set(job, key);
+
+  const iteration = job.progress.maxIteration;
+  const expected = slow.length > 0 ? Math.max(...slow.map((c) => job.stragglers.expectedRemaining(computeKey(c.rank), iteration))) : job.stragglers.expectedHealthyNow(iteration);
+  const deviceBytes = Array.from({ length: S }, (_, s) => {
+    let state = 0;
+    const first = layers.perStage.slice(0, s).reduce((a, b) => a + b, 0);
+    for (let l = first; l < first + layers.perStage[s]; l++) state += layers.stateBytes[l];
+    return registration.memory.deviceBytes[s] + state;
+  });
+  const out = decideRebalance(
+    { control: input, layers, split, speed, deviceBytes, hostBytes: registration.memory.hostBytes, expectedIterations: expected },
+    rebalanceConfigOf(config),
+    control,
+  );
+  const decision: ControlDecision | null =
+    out.split && out.pipelines && out.predictedNewMs !== null
+      ? {
+          kind: 'rebalance',
+          pipelines: out.pipelines,
+          delegation: input.current?.delegation ?? [],
+          links: [],
+          predictedPreviousMs: Number.isFinite(out.predictedCurrentMs) ? out.predictedCurrentMs : null,
+          predictedNewMs: out.predictedNewMs,
+          predictedStaticMs: staticMs,
+          reschedule: true,
+          detail: out.reason,
+          layers: { perStage: out.split, moves: out.moves },
+        }
+      : null;
+  const paused = out.take && job.overrides.pauseSwitching;
+  const take = out.take && !paused && decision !== null;
+  const lead = decision ? 1 + switchLead(job, decision, config) : 0;
+  const gain = out.predictedNewMs === null ? 0 : out.predictedReplanMs - out.predictedNewMs;
+  const record: DecisionRecord = {
+    at: now,
+    iteration,
+    kind: 'rebalance',
+    verdict: paused ? 'paused' : take ? 'taken' : 'declined',
+    reason: paused ? `switching paused for the job (would have been: ${out.reason})` : out.reason,
+    evidence: { links: [], dataParallelLinks: [] },
+    prediction: { currentMs: finiteOrNull(out.predictedCurrentMs), newMs: out.predictedNewMs ?? out.predictedReplanMs, staticMs },
+    cost: decision
+      ? { gainMsPerIteration: gain, expectedIterations: expected, leadIterations: lead, uncertainty: 0, benefitMs: gain > 0 ? gain * Math.max(0, expected - lead) : 0, costMs: out.moveMs }
+      : null,
+    scheduleVersion: null,
+    overrides: job.overrides.active,
+    repeats: 1,
+    firstIteration: iteration,
+    rebalance: {
+      slowRanks: slow.map((c) => ({ rank: c.rank, pp: c.pp, ratio: finiteOrNull(c.ratio) })),
+      speed: out.speed,
+      currentSplit: out.currentSplit,
+      split: out.split,
+      moveBytes: out.moveBytes,
+      moveMs: out.moveMs,
+      expectedIterations: finiteOrNull(expected),
+      replanMs: out.predictedReplanMs,
+      newMs: out.predictedNewMs,
+      exact: out.search.exact,
+    },
+  };
+  job.decisions.record(record);
+  return { take, decision, record };
+}
