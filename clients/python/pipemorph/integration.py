@@ -59,7 +59,9 @@ class PipelineModel:
     activation_shape: Tuple[int, ...]
 
     def build(self, pp: int) -> Tuple[torch.nn.Module, torch.optim.Optimizer]:
-        module = self.stage(pp) if callable(self.stage) else self.stage[pp]
+        # A list, or an nn.ModuleList / nn.Sequential of the stages (modules are callable too: index them).
+        indexed = isinstance(self.stage, (list, tuple, torch.nn.Module))
+        module = self.stage[pp] if indexed else self.stage(pp)
         return module, self.optimizer(module.parameters())
 
 

@@ -26,7 +26,9 @@ def venv():
         source = os.path.join(tmp, "repo", "clients", "python")
         shutil.copytree(CLIENT, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "pipemorph-checkpoints"))
         shutil.copytree(os.path.join(REPOSITORY, "schemas"), os.path.join(tmp, "repo", "schemas"))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIPEMORPH_SCHEMA_DIR", "PIP_INDEX_URL")}
+        # No index, no find-links, no pip configuration of this machine: only what is installed.
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIPEMORPH_SCHEMA_DIR") and not k.startswith("PIP_")}
+        env["PIP_CONFIG_FILE"] = os.devnull
         home = os.path.join(tmp, "venv")
         run = lambda *args: subprocess.run(list(args), cwd=tmp, env=env, capture_output=True, text=True, timeout=180)  # noqa: E731
         made = run("/usr/bin/python3", "-m", "venv", "--system-site-packages", home)
