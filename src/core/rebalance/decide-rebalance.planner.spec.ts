@@ -38,6 +38,15 @@ describe('decideRebalance', () => {
     expect(off.reason).toMatch(/^re-balancing off \(rebalance.enabled\)/);
   });
 
+  it('moves the layers back once the rank has healed, when that pays over the healthy spell', () => {
+    const healed = { ...job({ slowFactor: 1 }), split: [12, 13, 13, 8, 13, 13, 12, 12], expectedIterations: 1000 };
+    const back = decideRebalance(healed, CONFIG, CONTROL);
+    expect(back.take).toBe(true);
+    expect(back.split).toEqual([12, 12, 12, 12, 12, 12, 12, 12]);
+    // Over a 20-iteration healthy spell the 12 GB do not pay back 5%: stays.
+    expect(decideRebalance({ ...healed, expectedIterations: 20 }, CONFIG, CONTROL).take).toBe(false);
+  });
+
   it('keeps every device within memory: full neighbours leave the slow rank its layers', () => {
     // 12 layers of 10 GB state fit in 130 GB with up to 8 microbatches of 1.2 GB in flight; 13 layers (130 GB of state alone) fit nowhere.
     const out = decideRebalance(job({ stateBytes: 10e9, deviceBytes: 130e9 }), CONFIG, CONTROL);

@@ -10,7 +10,7 @@ import { rebalanceConfigOf } from '../config/rebalance-config-of';
 import { JobRuntime } from '../jobs/job-runtime';
 import { switchLead } from '../publish/switch-lead';
 
-/** Per job: what the last re-balance decision was made on (split in force, speeds to 0.05, slow ranks), so a step that sees the same decides nothing. */
+/** Per job: what the last re-balance decision was made on (split in force, speeds to 0.05, slow ranks, expected duration to a factor of 2, switching paused), so a step that sees the same decides nothing. */
 const decidedOn = new WeakMap<JobRuntime, string>();
 
 const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
@@ -56,12 +56,13 @@ export function rebalanceForJob(
     if (Number.isFinite(total) && !(total <= measured[c.pp])) measured[c.pp] = total;
   }
   const speed = measured.map((m, s) => (Number.isFinite(m) && declared[s] > 0 ? m / declared[s] : 1));
-  const key = `${split.join(',')}|${speed.map((x) => Math.round(x * 20) / 20).join(',')}|${slow.map((c) => c.rank).join(',')}`;
-  if (decidedOn.get(job) === key) return null;
-  decidedOn.set(job, key);
-
   const iteration = job.progress.maxIteration;
   const expected = slow.length > 0 ? Math.max(...slow.map((c) => job.stragglers.expectedRemaining(computeKey(c.rank), iteration))) : job.stragglers.expectedHealthyNow(iteration);
+  // Decided again when the expected duration doubles or halves (a straggler that outlives its history) or switching is resumed.
+  const horizon = Number.isFinite(expected) && expected > 0 ? Math.round(Math.log2(expected)) : String(expected);
+  const key = `${split.join(',')}|${speed.map((x) => Math.round(x * 20) / 20).join(',')}|${slow.map((c) => c.rank).join(',')}|${horizon}|${job.overrides.pauseSwitching}`;
+  if (decidedOn.get(job) === key) return null;
+  decidedOn.set(job, key);
   const deviceBytes = Array.from({ length: S }, (_, s) => {
     let state = 0;
     const first = layers.perStage.slice(0, s).reduce((a, b) => a + b, 0);
