@@ -18,12 +18,15 @@ function layered(jobId: string): Registration {
   };
 }
 
-/** Every rank's report of `iteration`, healthy links, stage 1's compute `slow` times the declared (or the split in force's) layer times. */
-async function report(h: ServiceHarness, spec: Registration, iteration: number, slow: number, perStage: readonly number[]): Promise<void> {
+/** Every rank's report of `iteration`, link 2 `link2ExtraMs` slower, stage 1's compute `slow` times the declared (or the split in force's) layer times. */
+async function report(h: ServiceHarness, spec: Registration, iteration: number, slow: number, perStage: readonly number[], link2ExtraMs = 0): Promise<void> {
   const v = h.registry.get(spec.jobId)?.committed?.version ?? 0;
   for (const r of spec.ranks) {
     const links = [];
-    for (const peer of [r.pp - 1, r.pp + 1]) if (peer >= 0 && peer < spec.stages) links.push({ peer, kind: 'pipeline', bytes: 1 << 24, medianMs: 1, maxMs: 1.2, delegated: false, error: null });
+    for (const peer of [r.pp - 1, r.pp + 1]) {
+      const ms = 1 + (Math.min(peer, r.pp) === 2 ? link2ExtraMs : 0);
+      if (peer >= 0 && peer < spec.stages) links.push({ peer, kind: 'pipeline', bytes: 1 << 24, medianMs: ms, maxMs: ms * 1.2, delegated: false, error: null });
+    }
     const ms = 2 * perStage[r.pp] * (r.pp === 1 ? slow : 1);
     await h.store.append(jobKeys(spec.jobId).reports, JSON.stringify({ type: 'report', protocol: 1, jobId: spec.jobId, rank: r.rank, iteration, scheduleVersion: v, computeMs: { f: ms, b: ms, w: ms }, links }), 100000);
   }
@@ -74,6 +77,32 @@ describe('re-balancing in the control step', () => {
     // The same inputs again decide nothing new.
     await h.control.evaluate(job);
     expect(job.decisions.recent().filter((d) => d.kind === 'rebalance')).toHaveLength(1);
+  });
+
+  it('once committed, keeps the split in later schedules (moves empty) and prices the job with it', async () => {
+    const h = serviceHarness();
+    const spec = layered('rb-carry');
+    const job = await slowStage(h, spec);
+    const { version } = job.handshake!.schedule;
+    for (const rank of [0, 1, 2, 3]) await h.publisher.onAck(job, { type: 'ack', protocol: 1, jobId: spec.jobId, rank, version, epoch: job.epoch, iteration: 25, accepted: true }, h.clock.now());
+    expect(job.committed!.layers).toMatchObject({ version: 1, sinceVersion: version, perStage: [7, 3, 7, 7] });
+    // The ranks run the new split (stage 1 still 1.5x slower), then link 2 slows by 40 ms: a straggler switch carries the split over.
+    for (let i = 24; i < 44; i++) {
+      h.clock.advance(100);
+      await report(h, spec, i, 1.5, [7, 3, 7, 7], i >= 32 ? 40 : 0);
+      await ingestPass(h);
+    }
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    const next = job.handshake!.schedule;
+    expect(next.reason.kind).toBe('straggler');
+    expect(next.layers).toEqual({ version: 1, sinceVersion: version, perStage: [7, 3, 7, 7], moves: [] });
+    // The split in force is what the measured speeds ask for: no re-balance was decided again.
+    expect(job.decisions.recent().filter((d) => d.kind === 'rebalance' && d.verdict === 'taken')).toHaveLength(1);
+    // Compared as under the registered split, the neighbours that took layers on are healthy and the slow rank is still slow.
+    expect(job.detector.snapshot().compute.map((c) => [c.rank, c.straggler])).toEqual([[0, false], [1, true], [2, false], [3, false]]);
+    // Planned with the split in force's stage times: stage 1 runs 3 layers at 1.5x (9 ms per op), the others 7 (14 ms).
+    expect(job.controlInput(job.detector.snapshot()).fMs).toEqual([14, 9, 14, 14]);
   });
 
   it('declines when the handoff does not pay back, saying why, and publishes nothing', async () => {

@@ -40,15 +40,16 @@ export function rebalanceForJob(
   const layers = registration.layers;
   if (!layers || !job.committed) return null;
   const S = job.spec.stages;
-  const split = job.committed.layers?.perStage ?? layers.perStage;
+  const split = job.splits.inForce ?? layers.perStage;
   if (split.length !== S) return null;
   const slow = snapshot.compute.filter((c) => c.straggler);
   const moved = split.join(',') !== layers.perStage.join(',');
   if (slow.length === 0 && !moved) return null;
 
+  // The detector's compute times are as under the registered split (JobRuntime.observeReport): compared with its declared work.
   const declared = new Array<number>(S).fill(0);
-  for (let s = 0, first = 0; s < S; first += split[s], s++) {
-    for (let l = first; l < first + split[s]; l++) declared[s] += layers.fMs[l] + layers.bMs[l] + layers.wMs[l];
+  for (let s = 0, first = 0; s < S; first += layers.perStage[s], s++) {
+    for (let l = first; l < first + layers.perStage[s]; l++) declared[s] += layers.fMs[l] + layers.bMs[l] + layers.wMs[l];
   }
   const measured = new Array<number>(S).fill(Number.NaN);
   for (const c of snapshot.compute) {

@@ -17,6 +17,7 @@ import { JobOverridesState, OverridesChange } from './job-overrides.model';
 import { JobOverrides } from '../../protocol/job-overrides';
 import { EffectiveKnobs } from '../overrides/effective-knobs';
 import { JobSpecView } from './job-spec.view';
+import { LayerSplitHistory } from './layer-split-history.model';
 import { LayoutTracker } from './layout-tracker.model';
 import { RankProgress } from './rank-progress.model';
 
@@ -63,6 +64,8 @@ export class JobRuntime {
   readonly stragglers: StragglerHistory;
   /** The job's per-job overrides in force on this replica, and their changes (OverridesService). */
   readonly overrides = new JobOverridesState();
+  /** The splits of the job's layers its schedules introduced: compute times compared across re-balances. */
+  readonly splits: LayerSplitHistory;
   private inForce: PublishedSchedule | null = null;
   private evaluationWanted = true;
   private letGo = false;
@@ -89,6 +92,7 @@ export class JobRuntime {
     this.history = new JobHistory(this.spec.stages, this.spec.dp);
     this.layout = new LayoutTracker(this.spec, detection);
     this.stragglers = new StragglerHistory({ ...stragglerPrior, holdIterations: detection.leaveAfter });
+    this.splits = new LayerSplitHistory(spec);
   }
 
   /** The detector of the layout in force. */
@@ -246,6 +250,7 @@ export class JobRuntime {
   noteCommitted(schedule: PublishedSchedule, immediately = false): void {
     this.inForce = schedule;
     this.history.noteCommitted(schedule);
+    this.splits.note(schedule);
     if (this.layout.noteCommitted(schedule.topology, immediately)) this.requestEvaluation();
   }
 
@@ -275,7 +280,10 @@ export class JobRuntime {
       this.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
       return { outcome: 'stale-layout', changed: false };
     }
-    const result = this.detector.observe(report.rank, report.iteration, report.computeMs, report.links.map(toObservation));
+    // Compute times as under the registered split of the layers, so a re-balance is not taken for a slowdown (docs/rebalancing.md).
+    const work = this.splits.workRatio(this.positionOf.get(report.rank)?.pp ?? 0, report.scheduleVersion);
+    const computeMs = work === 1 ? report.computeMs : { f: report.computeMs.f / work, b: report.computeMs.b / work, w: report.computeMs.w / work };
+    const result = this.detector.observe(report.rank, report.iteration, computeMs, report.links.map(toObservation));
     if (result.duplicate) return { outcome: 'duplicate', changed: false };
     this.progress.noteIteration(report.rank, report.iteration, now, true, report.iterationMs);
     this.recordHistory(report);
@@ -349,7 +357,8 @@ export class JobRuntime {
   controlInput(snapshot: DetectionSnapshot, topology: TopologyView = { ...this.topologyView(snapshot, 0, 0), remapAllowed: false }): JobControlInput {
     const S = this.spec.stages;
     const registered = this.spec.registration.computeMs;
-    const pick = (measured: number[], given: readonly number[] | undefined, i: number) => (Number.isFinite(measured[i]) ? measured[i] : given ? given[i] : 1);
+    // Measured (and registered) times are as under the registered split of the layers: scaled to the split in force.
+    const pick = (measured: number[], given: readonly number[] | undefined, i: number) => (Number.isFinite(measured[i]) ? measured[i] : given ? given[i] : 1) * this.splits.inForceRatio(i);
     const caps = this.spec.caps();
     return {
       stages: S,
