@@ -105,6 +105,26 @@ describe('re-balancing in the control step', () => {
     expect(job.controlInput(job.detector.snapshot()).fMs).toEqual([14, 9, 14, 14]);
   });
 
+  it('moves the layers back once the rank has healed', async () => {
+    const h = serviceHarness();
+    const spec = layered('rb-back');
+    const job = await slowStage(h, spec);
+    const { version } = job.handshake!.schedule;
+    for (const rank of [0, 1, 2, 3]) await h.publisher.onAck(job, { type: 'ack', protocol: 1, jobId: spec.jobId, rank, version, epoch: job.epoch, iteration: 25, accepted: true }, h.clock.now());
+    // Stage 1 runs its 3 layers at full speed again: its straggler episode ends, the split in force is no longer the best.
+    for (let i = 24; i < 48; i++) {
+      h.clock.advance(100);
+      await report(h, spec, i, 1, [7, 3, 7, 7]);
+      await ingestPass(h);
+    }
+    expect(job.detector.snapshot().compute.some((c) => c.straggler)).toBe(false);
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    const back = job.decisions.recent().filter((d) => d.kind === 'rebalance').pop()!;
+    expect(back).toMatchObject({ verdict: 'taken', rebalance: { slowRanks: [], currentSplit: [7, 3, 7, 7], split: [6, 6, 6, 6] } });
+    expect(job.handshake!.schedule.layers).toMatchObject({ version: 2, perStage: [6, 6, 6, 6], moves: [{ firstLayer: 6, lastLayer: 6, fromStage: 0, toStage: 1 }, { firstLayer: 10, lastLayer: 11, fromStage: 2, toStage: 1 }, { firstLayer: 17, lastLayer: 17, fromStage: 3, toStage: 2 }] });
+  });
+
   it('declines when the handoff does not pay back, saying why, and publishes nothing', async () => {
     const h = serviceHarness({ config: (c) => (c.rebalance.handoffGBps = 0.001) });
     const job = await slowStage(h, layered('rb-decline'));
