@@ -7,6 +7,8 @@ export const REGISTRATIONS_STREAM = 'pipemorph:registrations';
 export const REJECTED_REGISTRATIONS_STREAM = 'pipemorph:rejected';
 /** Set of known job ids. */
 export const JOBS_INDEX = 'pipemorph:jobs';
+/** Sorted set of live daemon replicas: member = replica (owner) id, score = when its heartbeat expires (Redis's clock, ms). */
+export const REPLICAS_INDEX = 'pipemorph:replicas';
 /** Stream entries carry one field holding the JSON message. */
 export const MESSAGE_FIELD = 'm';
 

@@ -327,7 +327,7 @@ export class IngestService {
       // Only this job is taken (O(1) round trips): a whole discovery per registration renewed every
       // lease one after the other, so a burst of N registrations cost O(N^2) round trips while no
       // report was read (issue 23, item 6). Leases of the others are renewed by periodic discovery.
-      await this.registry.take(registration.jobId);
+      await this.registry.take(registration.jobId, true);
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       this.metrics.ingestMessages.inc({ type: 'register', result: 'rejected' });

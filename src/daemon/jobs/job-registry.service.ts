@@ -24,6 +24,24 @@ function fitsShape(schedule: PublishedSchedule, spec: Registration): boolean {
 /** Jobs renewed or taken at once by a discovery: bounded, so a thousand jobs do not open a thousand requests at a time. */
 const DISCOVERY_CONCURRENCY = 32;
 
+/**
+ * How far above its fair share (ceil(jobs / live replicas)) a replica may be before it hands jobs
+ * back: a replica takes jobs only up to its share, and sheds down to it only once it owns more than
+ * share x (1 + SHARE_SLACK), so a job registered or expired does not move jobs back and forth.
+ */
+export const SHARE_SLACK = 0.1;
+
+/** A replica's fair share of `jobs` among `replicas` live ones: what it takes up to. */
+export function fairShare(jobs: number, replicas: number): number {
+  return replicas <= 1 ? Number.POSITIVE_INFINITY : Math.max(1, Math.ceil(jobs / replicas));
+}
+
+/** Above this many jobs a replica hands the excess back (down to its fair share). */
+export function shedAbove(jobs: number, replicas: number): number {
+  const share = fairShare(jobs, replicas);
+  return Number.isFinite(share) ? Math.max(share, Math.floor(share * (1 + SHARE_SLACK))) : share;
+}
+
 /** Runs `task` over `items`, at most `limit` at a time; resolves when all have settled, rejects with the first error. */
 async function inParallel<T>(items: readonly T[], limit: number, task: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -45,7 +63,12 @@ async function inParallel<T>(items: readonly T[], limit: number, task: (item: T)
 /**
  * The jobs this replica owns. A job is owned through a lease in Redis; taking a job bumps its
  * fencing epoch, so the previous owner can no longer publish for it. Replicas share the work
- * by taking unowned jobs as they discover them.
+ * by taking unowned jobs as they discover them, each up to its fair share: every discovery marks
+ * the replica live in Redis (REPLICAS_INDEX, on Redis's clock, for a lease) and reads how many are
+ * live; a replica takes jobs only while it owns fewer than ceil(jobs / live replicas), and hands
+ * back the excess (leases released between control steps, no handshake open) once it owns more
+ * than that share x (1 + SHARE_SLACK), e.g. when a replica joins. Before (issue 23, item 3) the
+ * first replica to discover took every job and one that joined later took none.
  */
 @Injectable()
 export class JobRegistry {
@@ -63,6 +86,9 @@ export class JobRegistry {
   private discovering: Promise<void> | null = null;
   /** Jobs being taken (take): one adoption per job, whoever asks. */
   private readonly taking = new Map<string, Promise<JobRuntime | undefined>>();
+  /** Live replicas (this one included) at the last heartbeat, and jobs registered as last listed (plus registrations seen since). */
+  private liveReplicas = 1;
+  private jobsKnown = 0;
 
   constructor(
     @Inject(JOB_STORE) private readonly store: JobStore,
@@ -109,6 +135,16 @@ export class JobRegistry {
     return (this.discovering ??= this.discoverOnce().finally(() => (this.discovering = null)));
   }
 
+  /** Live replicas (this one included) as last read from Redis. */
+  get replicas(): number {
+    return this.liveReplicas;
+  }
+
+  /** How many jobs this replica takes up to now: its fair share among the live replicas. */
+  get share(): number {
+    return fairShare(this.jobsKnown, this.liveReplicas);
+  }
+
   private async discoverOnce(): Promise<void> {
     const ttl = this.config.jobs.leaseMs;
     await inParallel(this.all(), DISCOVERY_CONCURRENCY, async (job) => {
@@ -119,13 +155,22 @@ export class JobRegistry {
       this.metrics.leaseLosses.inc();
       this.drop(job.jobId);
     });
+    // Liveness for a lease, as the jobs' leases: a replica killed is counted until its jobs are free.
+    this.liveReplicas = Math.max(1, await this.store.replicaHeartbeat(this.replicaId, ttl).catch(() => this.liveReplicas));
     const jobIds = await this.store.listJobs();
+    this.jobsKnown = jobIds.length;
     this.metrics.jobsRegistered.set(jobIds.length);
-    await inParallel(
-      jobIds.filter((jobId) => !this.owned.has(jobId)),
-      DISCOVERY_CONCURRENCY,
-      (jobId) => this.take(jobId),
-    );
+    await this.shedExcess();
+    // No more takes in flight than the room left under the share: a take refused (another replica's
+    // lease) frees its lane for the next job, so the share fills up whichever jobs are free. In a
+    // random order, so replicas that discover at the same time mostly try different jobs.
+    const unowned = jobIds.filter((jobId) => !this.owned.has(jobId));
+    for (let k = unowned.length - 1; k > 0; k--) {
+      const j = Math.floor(Math.random() * (k + 1));
+      [unowned[k], unowned[j]] = [unowned[j], unowned[k]];
+    }
+    const room = this.share - this.owned.size - this.taking.size;
+    await inParallel(unowned, Math.max(0, Math.min(DISCOVERY_CONCURRENCY, room)), (jobId) => this.take(jobId));
     this.metrics.jobsOwned.set(this.owned.size);
     for (const job of this.all()) this.overrides.poll(job);
   }
@@ -136,11 +181,14 @@ export class JobRegistry {
    * and a registration ask for it at the same time (two adoptions would bump its epoch twice and
    * leave a runtime behind).
    */
-  take(jobId: string): Promise<JobRuntime | undefined> {
+  take(jobId: string, registered = false): Promise<JobRuntime | undefined> {
     const owned = this.owned.get(jobId);
     if (owned) return Promise.resolve(owned);
     let taking = this.taking.get(jobId);
     if (!taking) {
+      if (registered) this.jobsKnown++;
+      // Up to the fair share only (jobs being taken count): the rest is left to the other live replicas.
+      if (this.owned.size + this.taking.size >= this.share) return Promise.resolve(undefined);
       taking = (async () => ((await this.store.acquireLease(jobId, this.replicaId, this.config.jobs.leaseMs)) ? this.adopt(jobId) : undefined))().finally(() => this.taking.delete(jobId));
       this.taking.set(jobId, taking);
     }
@@ -257,6 +305,28 @@ export class JobRegistry {
     return job;
   }
 
+  /**
+   * Hands back jobs above the fair share once this replica owns more than shedAbove (a replica
+   * joined, jobs expired): down to the share, jobs with no handshake open, each released between
+   * its control steps (after the one in progress, none after), so no switch is cut in half and the
+   * next owner starts from the committed schedule. The others take them at their next discovery.
+   */
+  private async shedExcess(): Promise<void> {
+    if (this.owned.size <= shedAbove(this.jobsKnown, this.liveReplicas)) return;
+    const excess = this.owned.size - this.share;
+    const candidates = this.all().filter((job) => job.handshake === null && !job.fenced).slice(0, excess);
+    let shed = 0;
+    await inParallel(candidates, DISCOVERY_CONCURRENCY, (job) =>
+      job.serialize(async () => {
+        if (job.released || job.handshake !== null || this.owned.get(job.jobId) !== job) return;
+        this.drop(job.jobId);
+        await this.store.releaseLease(job.jobId, this.replicaId);
+        shed++;
+      }),
+    );
+    if (shed > 0) this.logger.log(`handed back ${shed} jobs above this replica's share (${this.share} of ${this.jobsKnown} jobs, ${this.liveReplicas} replicas live)`);
+  }
+
   drop(jobId: string): void {
     const job = this.owned.get(jobId);
     if (!job) return;
@@ -278,5 +348,7 @@ export class JobRegistry {
 
   async releaseAll(): Promise<void> {
     await Promise.allSettled(this.all().map((job) => this.store.releaseLease(job.jobId, this.replicaId)));
+    // Gone at once, not a lease later: the others' shares grow to take the jobs released.
+    await this.store.replicaHeartbeat(this.replicaId, 0).catch(() => undefined);
   }
 }

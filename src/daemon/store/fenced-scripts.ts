@@ -107,6 +107,20 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `;
 
+/**
+ * KEYS: replicas (sorted set). ARGV: replica id, ttl ms (0: the replica leaves). On Redis's clock
+ * (TIME), so replicas' clocks may disagree: drops expired members, adds or removes this one,
+ * returns how many replicas are live.
+ */
+export const REPLICA_HEARTBEAT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('ZADD', KEYS[1], now + ttl, ARGV[1]) else redis.call('ZREM', KEYS[1], ARGV[1]) end
+return redis.call('ZCARD', KEYS[1])
+`;
+
 /** KEYS: owner. ARGV: owner id. */
 export const RELEASE_LEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end

@@ -44,6 +44,8 @@ export class InMemoryJobStore implements JobStore {
   private readonly broken = new Set<string>();
   private readonly faults = new Map<keyof JobStore, Fault>();
   private seq = 0;
+  /** Live replicas: id -> when their heartbeat expires. */
+  private readonly replicas = new Map<string, number>();
   private reachable = true;
 
   constructor(private readonly clock: Clock) {}
@@ -299,6 +301,15 @@ export class InMemoryJobStore implements JobStore {
 
   async releaseLease(jobId: string, owner: string): Promise<void> {
     if (this.leaseHolder(jobId) === owner) this.job(jobId).lease = null;
+  }
+
+  async replicaHeartbeat(replica: string, ttlMs: number): Promise<number> {
+    this.fault('replicaHeartbeat');
+    const now = this.clock.now();
+    for (const [id, until] of this.replicas) if (until <= now) this.replicas.delete(id);
+    if (ttlMs > 0) this.replicas.set(replica, now + ttlMs);
+    else this.replicas.delete(replica);
+    return this.replicas.size;
   }
 
   async bumpEpoch(jobId: string, floor = 0): Promise<number> {

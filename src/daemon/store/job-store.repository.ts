@@ -81,6 +81,11 @@ export interface JobStore {
   acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(jobId: string, owner: string): Promise<void>;
+  /**
+   * Marks replica `replica` live for `ttlMs` (0: it leaves now) on the store's clock and returns how
+   * many replicas are live, itself included: each replica's fair share of the jobs (JobRegistry).
+   */
+  replicaHeartbeat(replica: string, ttlMs: number): Promise<number>;
   /** A new fencing epoch for a replica that just took the job, above `floor` (epochs known outside Redis). */
   bumpEpoch(jobId: string, floor?: number): Promise<number>;
   /**

@@ -1,8 +1,8 @@
 import Redis, { Cluster } from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
-import { JOBS_INDEX, jobKeys, MESSAGE_FIELD } from '../../protocol/redis-keys';
-import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, REPLACE_OVERRIDES, RETAKE_EPOCH } from './fenced-scripts';
+import { JOBS_INDEX, jobKeys, MESSAGE_FIELD, REPLICAS_INDEX } from '../../protocol/redis-keys';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, REPLACE_OVERRIDES, REPLICA_HEARTBEAT, RETAKE_EPOCH } from './fenced-scripts';
 import { SystemClock } from '../clock/system-clock';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
 import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
@@ -31,6 +31,7 @@ interface ScriptedRedis extends Redis {
   pmCommitDirect(epochKey: string, scheduleKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmRenewLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmReleaseLease(ownerKey: string, owner: string): Promise<number>;
+  pmReplicaHeartbeat(replicasKey: string, replica: string, ttlMs: number): Promise<number>;
   pmReplaceOverrides(overridesKey: string, mode: string, expected: string, remove: string, next: string): Promise<number>;
 }
 
@@ -59,6 +60,7 @@ export class RedisJobStore implements JobStore {
     define('pmCommitDirect', 3, COMMIT_DIRECT);
     define('pmRenewLease', 1, RENEW_LEASE);
     define('pmReleaseLease', 1, RELEASE_LEASE);
+    define('pmReplicaHeartbeat', 1, REPLICA_HEARTBEAT);
     define('pmReplaceOverrides', 1, REPLACE_OVERRIDES);
   }
 
@@ -248,6 +250,10 @@ export class RedisJobStore implements JobStore {
 
   async releaseLease(jobId: string, owner: string): Promise<void> {
     await this.redis.pmReleaseLease(jobKeys(jobId).owner, owner);
+  }
+
+  async replicaHeartbeat(replica: string, ttlMs: number): Promise<number> {
+    return this.redis.pmReplicaHeartbeat(REPLICAS_INDEX, replica, ttlMs);
   }
 
   async bumpEpoch(jobId: string, floor = 0): Promise<number> {
