@@ -17,7 +17,8 @@ const DEFAULT_MAX_CANDIDATES = 512;
  * (stage, last layer) gives g(M), the least sum of stage times and amortised moves with every stage
  * at most M, in O(layers x window) per stage. g only changes at the stage times t(s, i, k) of some
  * stage s holding layers i..k-1, so the scan tries those values from M* up, and stops once
- * (N - 1) M + g(infinity) cannot beat the best found: exact then. At most `maxCandidates` values
+ * (N - 1) M + a lower bound of g (every layer on the fastest stage that could hold it, nothing
+ * moved) cannot beat the best found: exact then. At most `maxCandidates` values
  * are tried (`exact` false past them: large jobs with dense stage times).
  */
 export function bestSplit(problem: RebalanceProblem, options: { maxCandidates?: number } = {}): BestSplit | null {
@@ -45,13 +46,6 @@ export function bestSplit(problem: RebalanceProblem, options: { maxCandidates?: 
   const perByte = Number.isFinite(problem.handoffBytesPerMs) && Number.isFinite(problem.amortizeIterations) ? 1 / (problem.handoffBytesPerMs * problem.amortizeIterations) : 0;
   const stageMs = (s: number, i: number, k: number) => speed[s] * (work[k] - work[i]);
   const fits = (s: number, i: number, k: number) => state[k] - state[i] + problem.minInflight[s] * (acts[k] - acts[i]) <= problem.deviceBytes[s];
-  const moveCost = (s: number, i: number, k: number) => {
-    if (perByte === 0) return 0;
-    const lo = Math.max(i, from[s]);
-    const hi = Math.min(k, to[s]);
-    const kept = hi > lo ? state[hi] - state[lo] : 0;
-    return (state[k] - state[i] - kept) * perByte;
-  };
   // Stage s (0-based) ends at layer k in [s + 1, L - (S - 1 - s)]; its first layer i in [s, k - 1].
   const width = L + 1;
   const value = new Float64Array(S * width);
@@ -63,17 +57,22 @@ export function bestSplit(problem: RebalanceProblem, options: { maxCandidates?: 
     evaluations++;
     value.fill(Infinity);
     for (let s = 0; s < S; s++) {
+      const sp = speed[s];
+      const room = problem.deviceBytes[s];
+      const inflight = problem.minInflight[s];
+      const row = s * width;
+      const prev = (s - 1) * width;
       for (let k = s + 1; k <= L - (S - 1 - s); k++) {
         let best = Infinity;
         for (let i = k - 1; i >= s; i--) {
-          if (!fits(s, i, k)) break; // more layers only need more memory
-          const t = stageMs(s, i, k);
+          if (state[k] - state[i] + inflight * (acts[k] - acts[i]) > room) break; // more layers only need more memory
+          const t = sp * (work[k] - work[i]);
           if (t >= best) break; // more layers only take longer
-          const before = s === 0 ? (i === 0 ? 0 : Infinity) : value[(s - 1) * width + i];
-          const v = Math.max(before, t);
+          const before = s === 0 ? (i === 0 ? 0 : Infinity) : value[prev + i];
+          const v = before > t ? before : t;
           if (v < best) best = v;
         }
-        value[s * width + k] = best;
+        value[row + k] = best;
       }
     }
     return value[(S - 1) * width + L];
@@ -85,23 +84,36 @@ export function bestSplit(problem: RebalanceProblem, options: { maxCandidates?: 
     value.fill(Infinity);
     const cap = limit * (1 + 1e-12);
     for (let s = 0; s < S; s++) {
+      const sp = speed[s];
+      const room = problem.deviceBytes[s];
+      const inflight = problem.minInflight[s];
+      const lo = from[s];
+      const hi = to[s];
+      const row = s * width;
+      const prev = (s - 1) * width;
       for (let k = s + 1; k <= L - (S - 1 - s); k++) {
         let best = Infinity;
         let arg = -1;
         for (let i = k - 1; i >= s; i--) {
-          if (!fits(s, i, k)) break;
-          const t = stageMs(s, i, k);
+          if (state[k] - state[i] + inflight * (acts[k] - acts[i]) > room) break;
+          const t = sp * (work[k] - work[i]);
           if (t > cap) break;
-          const before = s === 0 ? (i === 0 ? 0 : Infinity) : value[(s - 1) * width + i];
+          const before = s === 0 ? (i === 0 ? 0 : Infinity) : value[prev + i];
           if (before === Infinity) continue;
-          const v = before + t + moveCost(s, i, k);
+          let move = 0;
+          if (perByte !== 0) {
+            const a = i > lo ? i : lo;
+            const b = k < hi ? k : hi;
+            move = (state[k] - state[i] - (b > a ? state[b] - state[a] : 0)) * perByte;
+          }
+          const v = before + t + move;
           if (v < best) {
             best = v;
             arg = i;
           }
         }
-        value[s * width + k] = best;
-        parent[s * width + k] = arg;
+        value[row + k] = best;
+        parent[row + k] = arg;
       }
     }
     if (value[(S - 1) * width + L] === Infinity) return null;
@@ -127,15 +139,22 @@ export function bestSplit(problem: RebalanceProblem, options: { maxCandidates?: 
     }
     return price;
   };
-  // Without the bottleneck (N = 1), and as the bound on every other: g(infinity).
-  const free = consider(leastSum(Infinity))!;
-  const freeSum = free.objectiveMs - (N - 1) * free.bottleneckMs;
   let best = consider(leastSum(mStar))!;
-  if (free.objectiveMs < best.objectiveMs) best = free;
   let exact = true;
-  if (N > 1) {
-    // Bottleneck values worth trying: (N - 1) M + g(infinity) below the best objective.
-    const bound = () => (best.objectiveMs - freeSum) / (N - 1);
+  if (N === 1) {
+    // No steady state: the least sum of stage times and moves, whatever the bottleneck.
+    const free = consider(leastSum(Infinity))!;
+    if (free.objectiveMs < best.objectiveMs) best = free;
+  } else {
+    // A lower bound on g(M) for every M: each layer at the fastest stage that could hold it, nothing moved.
+    let floorSum = 0;
+    for (let l = 0; l < L; l++) {
+      let fastest = Infinity;
+      for (let s = Math.max(0, l - (L - S)); s <= Math.min(S - 1, l); s++) if (speed[s] < fastest) fastest = speed[s];
+      floorSum += fastest * (work[l + 1] - work[l]);
+    }
+    // Bottleneck values worth trying: (N - 1) M + that bound below the best objective.
+    const bound = () => (best.objectiveMs - floorSum) / (N - 1);
     const values: number[] = [];
     const hi = bound();
     for (let s = 0; s < S; s++) {
