@@ -131,6 +131,9 @@ class PipelineTrainer(RankRuntime):
     reads and writes, where re-maps hand stage state over. compute="sleep" with times_for(pp) ->
     StageTimes holds each op for a profiled time instead (benchmarks). delays: a DelayFile of
     injected link latency (emulation). handoff / dp_reduce / faults break things on purpose (tests).
+    before_step(trainer): called every iteration on every rank after the data-parallel gradient mean
+    and before optimizer.step(), e.g. to clip gradients (a collective inside is fine: every rank
+    calls it once per iteration at the same point).
     """
 
     def __init__(self, model: PipelineModel, control: Any, dp: int = 1, rank: Optional[int] = None,
@@ -138,7 +141,8 @@ class PipelineTrainer(RankRuntime):
                  control_group: Optional[Any] = None, compute: str = "torch",
                  times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, delays: Optional[DelayFile] = None,
                  noise: Optional[Noise] = None, handoff: str = "load", dp_reduce: str = "ring",
-                 faults: Optional[str] = None, start_time: float = 0.0) -> None:
+                 faults: Optional[str] = None, start_time: float = 0.0,
+                 before_step: Optional[Callable[["PipelineTrainer"], None]] = None) -> None:
         rank = dist.get_rank() if rank is None else rank
         fault = parse_faults(faults)
         if fault.get("stale_remap"):
@@ -157,6 +161,11 @@ class PipelineTrainer(RankRuntime):
                          control_group, start_time, report, layout,
                          checkpoint_dir or os.path.join(os.getcwd(), "pipemorph-checkpoints"), handoff, dp_reduce,
                          times_for, noise, build_stage=model.build)
+        if before_step is not None:
+            def step_hook() -> None:
+                self._all_reduce()
+                before_step(self)
+            self.executor.before_step = step_hook
 
     @property
     def module(self) -> torch.nn.Module:

@@ -55,3 +55,48 @@ def test_fault_flags():
     assert parse_faults("skip-w=2,stale-remap") == {"skip_w": 2, "stale_remap": True}
     with pytest.raises(ValueError, match="unknown fault"):
         parse_faults("skip-b=1")
+
+
+def test_a_one_process_trainer_trains_like_plain_pytorch_and_runs_the_step_hook(tmp_path):
+    """PipelineTrainer in this process (world size 1, a single stage): the schedule's F/B/W with
+    the loss divided by the microbatches and one step per iteration equal plain PyTorch training;
+    before_step sees the summed gradients before the step (here: clips them)."""
+    import datetime
+    import torch.distributed as dist
+    from pipemorph.integration import PipelineTrainer, scripted
+    c = gpt.GPTConfig(rows=2, layers=1)
+    M, ITERATIONS = 3, 2
+
+    def build(pp):
+        return gpt.stage_module(c, 0, 1, 11)  # embeddings, a block and the head in one stage
+    norms = []
+
+    def clip(trainer):
+        norms.append(float(torch.nn.utils.clip_grad_norm_(trainer.module.parameters(), 0.5)))
+    dist.init_process_group("gloo", init_method="file://%s" % (tmp_path / "store"), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    try:
+        model = PipelineModel(1, build, gpt.loss_fn, lambda ps: torch.optim.SGD(ps, lr=0.3, momentum=0.9),
+                              lambda i, j: gpt.microbatch(c, i, j, 11), M, gpt.activation_shape(c))
+        trainer = PipelineTrainer(model, scripted([one_f_one_b(1, M)], 0, 1), checkpoint_dir=str(tmp_path), before_step=clip)
+        losses = [trainer.step(i)["loss"] for i in range(ITERATIONS)]
+        trainer.close()
+    finally:
+        dist.destroy_process_group()
+    reference = build(0)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.3, momentum=0.9)
+    expected = []
+    for i in range(ITERATIONS):
+        optimizer.zero_grad()
+        total = 0.0
+        for j in range(M):
+            x, y = gpt.microbatch(c, i, j, 11)
+            loss = gpt.loss_fn(reference(x), y) / M
+            loss.backward()
+            total += float(loss)
+        assert float(torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)) == pytest.approx(norms[i], rel=1e-5)
+        optimizer.step()
+        expected.append(total)
+    assert losses == pytest.approx(expected, abs=1e-5)
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(trainer.module.parameters(), reference.parameters()))
+    assert len(norms) == ITERATIONS and norms[0] > 0.5  # the clip did something
