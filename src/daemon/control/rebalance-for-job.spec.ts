@@ -11,23 +11,23 @@ const scheduleCheck = compileSchema(scheduleSchema);
 const decisionsBody = (job: JobRuntime) => JSON.parse(JSON.stringify({ jobId: job.jobId, total: job.decisions.count, decisions: job.decisions.recent(), overrideChanges: job.overrides.changes }));
 
 /** 4 stages of 6 layers (2 ms F, B and W each: 12 ms per stage), 16 microbatches, one replica. */
-function layered(jobId: string): Registration {
+function layered(jobId: string, dp = 1): Registration {
   return {
-    ...registration(jobId, 4),
+    ...registration(jobId, 4, dp),
     layers: { fMs: new Array(24).fill(2), bMs: new Array(24).fill(2), wMs: new Array(24).fill(2), stateBytes: new Array(24).fill(1e9), activationBytes: new Array(24).fill(1e8), perStage: [6, 6, 6, 6] },
   };
 }
 
-/** Every rank's report of `iteration`, link 2 `link2ExtraMs` slower, stage 1's compute `slow` times the declared (or the split in force's) layer times. */
+/** Every rank's report of `iteration`, link 2 `link2ExtraMs` slower, rank 1's (stage 1 of replica 0) compute `slow` times the declared (or the split in force's) layer times. */
 async function report(h: ServiceHarness, spec: Registration, iteration: number, slow: number, perStage: readonly number[], link2ExtraMs = 0): Promise<void> {
   const v = h.registry.get(spec.jobId)?.committed?.version ?? 0;
   for (const r of spec.ranks) {
     const links = [];
     for (const peer of [r.pp - 1, r.pp + 1]) {
       const ms = 1 + (Math.min(peer, r.pp) === 2 ? link2ExtraMs : 0);
-      if (peer >= 0 && peer < spec.stages) links.push({ peer, kind: 'pipeline', bytes: 1 << 24, medianMs: ms, maxMs: ms * 1.2, delegated: false, error: null });
+      if (peer >= 0 && peer < spec.stages) links.push({ peer: r.dp * spec.stages + peer, kind: 'pipeline', bytes: 1 << 24, medianMs: ms, maxMs: ms * 1.2, delegated: false, error: null });
     }
-    const ms = 2 * perStage[r.pp] * (r.pp === 1 ? slow : 1);
+    const ms = 2 * perStage[r.pp] * (r.rank === 1 ? slow : 1);
     await h.store.append(jobKeys(spec.jobId).reports, JSON.stringify({ type: 'report', protocol: 1, jobId: spec.jobId, rank: r.rank, iteration, scheduleVersion: v, computeMs: { f: ms, b: ms, w: ms }, links }), 100000);
   }
 }
@@ -123,6 +123,16 @@ describe('re-balancing in the control step', () => {
     const back = job.decisions.recent().filter((d) => d.kind === 'rebalance').pop()!;
     expect(back).toMatchObject({ verdict: 'taken', rebalance: { slowRanks: [], currentSplit: [7, 3, 7, 7], split: [6, 6, 6, 6] } });
     expect(job.handshake!.schedule.layers).toMatchObject({ version: 2, perStage: [6, 6, 6, 6], moves: [{ firstLayer: 6, lastLayer: 6, fromStage: 0, toStage: 1 }, { firstLayer: 10, lastLayer: 11, fromStage: 2, toStage: 1 }, { firstLayer: 17, lastLayer: 17, fromStage: 3, toStage: 2 }] });
+  });
+
+  it('with two replicas, prices the slow replica and moves the same layers in both', async () => {
+    const h = serviceHarness();
+    const job = await slowStage(h, layered('rb-dp2', 2));
+    const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
+    expect(logged).toMatchObject([{ verdict: 'taken', rebalance: { slowRanks: [{ rank: 1, pp: 1 }], split: [7, 3, 7, 7] } }]);
+    expect(logged[0].rebalance!.speed.map((x) => Math.round(x * 100) / 100)).toEqual([1, 1.5, 1, 1]);
+    expect(job.handshake!.schedule.pipelines.map((p) => p.dpReplicas)).toEqual([[0, 1]]);
+    expect(job.handshake!.schedule.layers?.perStage).toEqual([7, 3, 7, 7]);
   });
 
   it('declines when the handoff does not pay back, saying why, and publishes nothing', async () => {
