@@ -394,10 +394,11 @@ export function compareRuns(replay: ScenarioReplay, live: LiveScenarioRun): Agre
 
 /**
  * The scenarios the live daemon and the replay are compared on (docs/detection.md, "the live
- * daemon and the replay agree"): short variants of three corpus scenarios, each a few hundred
- * iterations. A constant 30 ms link (4x12 dp2, the straggler over iterations 150-250 of 300), a
- * flapping link (8x32 dp4, 40 ms 3 on 7 off from iteration 200, cut at 360), healthy noisy traffic
- * with short congestion bursts (8x32 dp4, 400 iterations).
+ * daemon and the replay agree"): short variants of corpus scenarios, a few hundred iterations each.
+ * A constant 30 ms link (4x12 dp2, the straggler over iterations 150-250 of 300), a flapping link
+ * (8x32 dp4, 40 ms 3 on 7 off from iteration 200, cut at 360), healthy noisy traffic with short
+ * congestion bursts (8x32 dp4, 400 iterations), slow ring links across racks, re-mapped (4x12 dp4,
+ * from iteration 150 of 320), a NIC failure (8x32 dp2, iterations 150-250 of 320).
  */
 export function liveAgreementScenarios(): CorpusScenario[] {
   const corpus = detectionCorpus(0.01);
@@ -409,10 +410,14 @@ export function liveAgreementScenarios(): CorpusScenario[] {
   const constant = byName('4x12 dp2, 30 ms on link 2');
   const flapping = byName('8x32 dp4, 40 ms flapping (3 on, 7 off)');
   const bursts = byName('healthy 8x32 dp4, short bursts');
+  const ring = byName('4x12 dp4, 30 ms ring link across racks');
+  const nic = byName('8x32 dp2, NIC failure on link 5');
   return [
     { ...constant, name: `${constant.name} (300 it)`, iterations: 300, stragglers: constant.stragglers.map((s) => ({ ...s, start: 150, end: 250 })) },
     { ...flapping, name: `${flapping.name} (360 it)`, iterations: 360 },
     // The corpus at scale 0.01 has 200 iterations of bursts (one becomes a straggler, declined at 88), then 200 without.
     { ...bursts, name: `${bursts.name} (400 it)`, iterations: 400 },
+    { ...ring, name: `${ring.name} (320 it)`, iterations: 320, stragglers: ring.stragglers.map((s) => ({ ...s, start: 150 })) },
+    { ...nic, name: `${nic.name} (320 it)`, iterations: 320, stragglers: nic.stragglers.map((s) => ({ ...s, start: 150, end: 250 })) },
   ];
 }

@@ -242,8 +242,7 @@ export const configSchema = {
         "severeChanceRate": {
           "type": "number",
           "exclusiveMinimum": 0,
-          "maximum": 1,
-          "description": "straggler entries per iteration that chance runs of tail samples may cause on the severe path; above it the path waits for more severe samples, up to enterAfter"
+          "maximum": 1
         },
         "minExtraMs": {
           "type": "number",
