@@ -40,6 +40,18 @@ describe('PipelineLinkTracker: severe entry against the job tail rate', () => {
     expect(flagsAfter(t, 1)).toBe(true);
   });
 
+  it('a job whose links often turn slow for good is not taken for a heavy-tailed one', () => {
+    const t = new PipelineLinkTracker(config, 8, 4, null);
+    healthy(t, 200, 0, 4);
+    // Every 60 iterations some link turns 40 ms slow for 20 iterations: 2 severe samples before each is flagged.
+    for (let spell = 0; spell < 60; spell++) {
+      for (let i = 0; i < 60; i++)
+        for (let link = 0; link < 7; link++) t.observe(0, link, FORWARD, sample(link === spell % 7 && i < 20 ? 50 : 10));
+    }
+    expect(t.tailRate).toBe(0);
+    expect(t.severeEnterAfter).toBe(2);
+  });
+
   it('never waits past enterAfter, and a looser chance rate keeps severeEnterAfter', () => {
     const heavy = new PipelineLinkTracker(config, 8, 4, null);
     healthy(heavy, 2000, 0.2, 3);

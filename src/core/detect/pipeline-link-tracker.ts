@@ -158,9 +158,14 @@ export class PipelineLinkTracker {
       const extra = d.estimator.lastExtraMs();
       const bad = sample.error === 'timeout' || this.isBad(extra, li);
       const severe = bad && extra >= this.config.severeExtraMs;
+      // A run of severe samples that ends without making a straggler was chance: the job's tail.
+      // One that does make one is an onset, and says nothing of the tail (a job whose links often
+      // turn slow must not be taken for a heavy-tailed one).
+      const endedRun = severe ? 0 : d.severeRun;
       d.severeRun = severe ? d.severeRun + 1 : 0;
-      if (!d.hysteresis.active) this.countTail(severe);
+      const wasActive = d.hysteresis.active;
       flipped = d.hysteresis.update(bad, severe);
+      if (!wasActive) this.countTail(flipped ? 0 : endedRun);
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (d.nicFailure && !d.hysteresis.active) {
         d.nicFailure = false;
@@ -200,15 +205,15 @@ export class PipelineLinkTracker {
   }
 
   /**
-   * Counts one sample of a healthy direction. Now and then re-reads the job's tail rate p (severe
-   * samples per healthy sample) and sets the severe run that makes a straggler: the least k from
+   * Counts one sample of a healthy direction, and the severe samples of a chance run that ended
+   * with it. Now and then re-reads the job's tail rate p (chance severe samples per healthy sample) and sets the severe run that makes a straggler: the least k from
    * severeEnterAfter to enterAfter at which some direction of the job has a run of k by chance
    * (directions x p^k per iteration) no more often than severeChanceRate. A job under heavy-tailed
    * jitter so waits for a third severe sample before it switches; a quiet one still acts on the second.
    */
-  private countTail(severe: boolean): void {
+  private countTail(endedRun: number): void {
     this.healthySamples++;
-    if (severe) this.severeHealthySamples++;
+    this.severeHealthySamples += endedRun;
     if (++this.sinceRecount < RECOUNT_EVERY) return;
     this.sinceRecount = 0;
     if (this.healthySamples > DECAY_AT) {
