@@ -397,7 +397,7 @@ export function compareRuns(replay: ScenarioReplay, live: LiveScenarioRun): Agre
  * daemon and the replay agree"): short variants of corpus scenarios, a few hundred iterations each.
  * A constant 30 ms link (4x12 dp2, the straggler over iterations 150-250 of 300), a flapping link
  * (8x32 dp4, 40 ms 3 on 7 off from iteration 200, cut at 360), healthy noisy traffic with short
- * congestion bursts (8x32 dp4, 400 iterations), slow ring links across racks, re-mapped (4x12 dp4,
+ * congestion bursts (8x32 dp4, 250 iterations), slow ring links across racks, re-mapped (4x12 dp4,
  * from iteration 150 of 320), a NIC failure (8x32 dp2, iterations 150-250 of 320).
  */
 export function liveAgreementScenarios(): CorpusScenario[] {
@@ -415,8 +415,8 @@ export function liveAgreementScenarios(): CorpusScenario[] {
   return [
     { ...constant, name: `${constant.name} (300 it)`, iterations: 300, stragglers: constant.stragglers.map((s) => ({ ...s, start: 150, end: 250 })) },
     { ...flapping, name: `${flapping.name} (360 it)`, iterations: 360 },
-    // The corpus at scale 0.01 has 200 iterations of bursts (one becomes a straggler, declined at 88), then 200 without.
-    { ...bursts, name: `${bursts.name} (400 it)`, iterations: 400 },
+    // The corpus at scale 0.01 has 200 iterations of bursts (one becomes a straggler, declined at 88), then 50 without.
+    { ...bursts, name: `${bursts.name} (250 it)`, iterations: 250 },
     { ...ring, name: `${ring.name} (320 it)`, iterations: 320, stragglers: ring.stragglers.map((s) => ({ ...s, start: 150 })) },
     { ...nic, name: `${nic.name} (320 it)`, iterations: 320, stragglers: nic.stragglers.map((s) => ({ ...s, start: 150, end: 250 })) },
   ];
