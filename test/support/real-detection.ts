@@ -77,8 +77,11 @@ export interface DetectionRunResult {
   wallS: number;
   medianIterationMs: number;
   mixedIterations: number;
-  /** Iterations where a rank played noise, per kind (from the ranks' own logs). */
-  noiseEvents: { gcPauses: number; stalls: number; checkpoints: number };
+  /**
+   * Iterations where a rank played noise, per kind (from the ranks' own logs); `severeLinkTails`:
+   * (rank, peer, iteration) whose sends were held a link tail of at least 20 ms (detection.severeExtraMs).
+   */
+  noiseEvents: { gcPauses: number; stalls: number; checkpoints: number; severeLinkTails: number };
   /** Schedule switches the ranks ran (version changes in their own records), with the iteration. */
   switches: Array<{ iteration: number; version: number }>;
   /** Straggler episodes seen flagged in GET /jobs/:id, polled every 100 ms. */
@@ -143,11 +146,12 @@ export async function runDetection(o: DetectionRunOptions): Promise<DetectionRun
 
   const versions: number[] = result.iterations.map((it: Json) => it.versions[0]);
   const switches = versions.flatMap((v, i) => (i > 0 && v !== versions[i - 1] ? [{ iteration: i, version: v }] : []));
-  const noiseEvents = { gcPauses: 0, stalls: 0, checkpoints: 0 };
+  const noiseEvents = { gcPauses: 0, stalls: 0, checkpoints: 0, severeLinkTails: 0 };
   for (const rank of result.ranks) for (const n of rank.noise ?? []) {
     if (n.pauseMs > 0) noiseEvents.gcPauses++;
     if (n.stallMs > 0) noiseEvents.stalls++;
     if (n.checkpointMs > 0 && rank.rank === 0) noiseEvents.checkpoints++;
+    noiseEvents.severeLinkTails += Object.values((n.linkTailMs ?? {}) as Record<string, number>).filter((ms) => ms >= 20).length;
   }
   const log: Json = (await o.daemon.json(`/jobs/${o.jobId}/decisions`)) ?? { decisions: [] };
   const decisions: DetectionRunResult['decisions'] = log.decisions

@@ -15,6 +15,12 @@ Spec: comma-separated key=value, e.g.
                     stallMinMs..stallMaxMs (default 50..300) before its first forward
   checkpointEvery=N every N iterations (iterations N-1, 2N-1, ...) every rank waits checkpointMs
   checkpointMs=S    (default 300) at the iteration end, after its ops and before its report
+  linkTail=P        heavy-tailed link jitter (the corpus's link-jitter tail, on real sockets): with
+                    probability P per (rank, peer, iteration) every pipeline message the rank sends
+                    that peer that iteration is held a Pareto(linkTailAlpha) excess of linkTailMs
+                    (defaults 3 ms, alpha 1.2): a congested iteration on one link, enough to move
+                    its median, now and then tens of ms. It is what the detector's severe path
+                    must not take for a straggler.
 """
 import gc
 import math
@@ -24,7 +30,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 _KEYS = {"seed": int, "gc": float, "gcMinMs": float, "gcMaxMs": float, "gcCollect": int, "stall": float,
-         "stallMinMs": float, "stallMaxMs": float, "checkpointEvery": int, "checkpointMs": float}
+         "stallMinMs": float, "stallMaxMs": float, "checkpointEvery": int, "checkpointMs": float,
+         "linkTail": float, "linkTailMs": float, "linkTailAlpha": float}
 
 
 @dataclass
@@ -39,6 +46,9 @@ class Noise:
     stallMaxMs: float = 300.0
     checkpointEvery: int = 0
     checkpointMs: float = 300.0
+    linkTail: float = 0.0
+    linkTailMs: float = 3.0
+    linkTailAlpha: float = 1.2
 
     @property
     def active(self) -> bool:
@@ -72,13 +82,15 @@ def parse_noise(spec: Optional[str]) -> Noise:
             setattr(n, key, _KEYS[key](value))
         except ValueError:
             raise ValueError("noise: %s needs a number, not %r" % (key, value))
-    for key in ("gc", "stall"):
+    for key in ("gc", "stall", "linkTail"):
         if not 0.0 <= getattr(n, key) <= 1.0:
             raise ValueError("noise: %s is a probability in [0, 1]" % key)
     if not (0 < n.gcMinMs <= n.gcMaxMs) or not (0 < n.stallMinMs <= n.stallMaxMs):
         raise ValueError("noise: need 0 < min <= max for gc and stall durations")
     if n.checkpointEvery < 0 or n.checkpointMs < 0:
         raise ValueError("noise: checkpointEvery and checkpointMs must be >= 0")
+    if not (n.linkTailMs > 0 and n.linkTailAlpha > 0):
+        raise ValueError("noise: linkTailMs and linkTailAlpha must be > 0")
     return n
 
 
@@ -102,6 +114,17 @@ def draw(noise: Noise, rank: int, stage: int, iteration: int, ops: int) -> Itera
     if noise.checkpointEvery > 0 and (iteration + 1) % noise.checkpointEvery == 0:
         out.checkpoint_ms = noise.checkpointMs
     return out
+
+
+def link_tail_ms(noise: Noise, rank: int, peer: int, iteration: int) -> float:
+    """The tail excess of the messages `rank` sends `peer` in `iteration`, ms (0 most of the time);
+    its own stream per (seed, rank, peer, iteration), apart from draw()'s."""
+    if noise.linkTail <= 0:
+        return 0.0
+    rng = random.Random("pipemorph-link-tail:%d:%d:%d:%d" % (noise.seed, rank, peer, iteration))
+    if rng.random() >= noise.linkTail:
+        return 0.0
+    return noise.linkTailMs * ((1.0 - rng.random()) ** (-1.0 / noise.linkTailAlpha) - 1.0)
 
 
 def pause(ms: float, collect: bool = False) -> None:

@@ -15,7 +15,7 @@ from .dataparallel import RingAllReduce
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
 from .layout import Layout
-from .noise import Noise, draw, pause
+from .noise import Noise, draw, link_tail_ms, pause
 from .transport import LinkSender, Receiver, summarize
 
 
@@ -111,7 +111,8 @@ class RankRuntime:
     # ------------------------------------------------------------------ senders and delays
     def _delay_for(self, link: int, peer: int):
         return lambda: (self.delays.model.delay_ms(link, (time.time() - self.start_time) * 1000.0, self.iteration)
-                        + self.delays.model.pair_ms(self.rank, peer))
+                        + self.delays.model.pair_ms(self.rank, peer)
+                        + link_tail_ms(self.noise, self.rank, peer, self.iteration))
 
     def _build_senders(self, toggle: Optional[Dict[str, int]]) -> None:
         for sender in self._senders.values():
@@ -176,9 +177,12 @@ class RankRuntime:
         e.before_op = None
         if played.checkpoint_ms > 0:
             pause(played.checkpoint_ms)  # every rank, at the iteration end
-        if played.pause_op is not None or played.stall_ms > 0 or played.checkpoint_ms > 0:
+        # The link tail this rank's sends were held this iteration, by peer (the senders draw the same).
+        tails = {str(peer): link_tail_ms(self.noise, self.rank, peer, i) for peer in self._senders}
+        tails = {peer: ms for peer, ms in tails.items() if ms > 0}
+        if played.pause_op is not None or played.stall_ms > 0 or played.checkpoint_ms > 0 or tails:
             self.noise_log.append({"iteration": i, "pauseMs": played.pause_ms if played.pause_op is not None else 0.0,
-                                   "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms})
+                                   "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms, "linkTailMs": tails})
         ms = (time.perf_counter() - began) * 1000.0
         record = {"iteration": i, "version": k, "ms": ms, "topology": self.layout.version, "dp": self.dp, "pp": self.pp}
         if stats.loss is not None:

@@ -7,7 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipemorph.noise import draw, parse_noise, pause  # noqa: E402
+from pipemorph.noise import draw, link_tail_ms, parse_noise, pause  # noqa: E402
 
 
 class NoiseTest(unittest.TestCase):
@@ -19,8 +19,18 @@ class NoiseTest(unittest.TestCase):
             self.assertIsNone(d.pause_op)
             self.assertEqual((d.stall_ms, d.checkpoint_ms), (0.0, 0.0))
 
+    def test_link_tail_seeded_heavy_and_off_by_default(self):
+        self.assertEqual(link_tail_ms(parse_noise("seed=1,gc=0.5"), 0, 1, 3), 0.0)
+        n = parse_noise("seed=3,linkTail=0.05,linkTailMs=3,linkTailAlpha=1.2")
+        tails = [link_tail_ms(n, r, r + 1, i) for r in range(4) for i in range(5000)]
+        self.assertEqual(tails, [link_tail_ms(n, r, r + 1, i) for r in range(4) for i in range(5000)])
+        hit = [t for t in tails if t > 0]
+        self.assertAlmostEqual(len(hit) / len(tails), 0.05, delta=0.01)
+        # Pareto(1.2) over 3 ms: P(excess > 20 ms) = (3 / 23)^1.2, about 8.7% of the hits.
+        self.assertAlmostEqual(sum(t > 20 for t in hit) / len(hit), (3 / 23) ** 1.2, delta=0.03)
+
     def test_refuses_bad_specs(self):
-        for spec in ("gc", "gc=2", "bogus=1", "gc=x", "gcMinMs=600", "checkpointEvery=-1"):
+        for spec in ("gc", "gc=2", "bogus=1", "gc=x", "gcMinMs=600", "checkpointEvery=-1", "linkTail=1.5", "linkTailMs=0"):
             with self.assertRaises(ValueError):
                 parse_noise(spec)
 
