@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { assertTestDatabase, redisUrlFor } from './support/test-daemon';
 
 // A fresh clone has nothing beside it: code, tests, benchmarks and scripts may read only files the
 // repository carries. This would have caught two specs reading ../shared/data (issue 10).
@@ -27,5 +28,29 @@ describe('repository hygiene', () => {
 
   it('the check itself flags a line that reads ../shared', () => {
     expect(outsideRefs.test("readFileSync('../../shared/data/x.json')")).toBe(true);
+  });
+});
+
+describe('test groups (scripts/run-jest-groups.js)', () => {
+  const group = process.env.PIPEMORPH_TEST_GROUP;
+  afterEach(() => {
+    if (group === undefined) delete process.env.PIPEMORPH_TEST_GROUP;
+    else process.env.PIPEMORPH_TEST_GROUP = group;
+  });
+
+  it('a daemon of the own-db group may not use database 0; the shared group may', () => {
+    process.env.PIPEMORPH_TEST_GROUP = 'own-db';
+    expect(() => assertTestDatabase(redisUrlFor(0))).toThrow(/database 0/);
+    expect(() => assertTestDatabase('redis://127.0.0.1:6379')).toThrow(/database 0/);
+    expect(() => assertTestDatabase(redisUrlFor(12))).not.toThrow();
+    process.env.PIPEMORPH_TEST_GROUP = 'shared';
+    expect(() => assertTestDatabase(redisUrlFor(0))).not.toThrow();
+  });
+
+  it('the own-db group is every test file with a database of its own, and the Python suite', () => {
+    const own = execFileSync(process.execPath, [join(__dirname, '..', 'scripts', 'run-jest-groups.js'), '--list'], { encoding: 'utf8' }).trim().split('\n');
+    expect(own).toContain('test/python-runtime.test.ts');
+    expect(own).toContain('test/daemon.test.ts');
+    expect(own).not.toContain('test/reliability.test.ts');
   });
 });

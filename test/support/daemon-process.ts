@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
 import { freePort } from './redis-server';
+import { assertTestDatabase } from './test-daemon';
 
 /** The repository root, from the sources (test/support) or from their build (dist/test/support, for benches). */
 function repositoryRoot(from: string): string {
@@ -26,6 +27,7 @@ export class DaemonProcess {
 
   /** Starts a daemon with `config` (http.host and http.port are replaced: 127.0.0.1 and a free port). */
   static async start(config: PipemorphConfig): Promise<DaemonProcess> {
+    assertTestDatabase(config.redis.url);
     const port = await freePort(20000, 29999);
     const dir = mkdtempSync(join(tmpdir(), 'pipemorph-daemon-'));
     const path = join(dir, 'config.json');

@@ -15,6 +15,17 @@ export function redisUrlFor(db: number): string {
   return url.toString();
 }
 
+/**
+ * `npm test` runs the files that have a database of their own beside the ones on database 0
+ * (scripts/run-jest-groups.js, PIPEMORPH_TEST_GROUP=own-db for the former): a daemon of the former
+ * on database 0 would take the other group's jobs, and their flushes would drop its keys.
+ */
+export function assertTestDatabase(redisUrl: string): void {
+  if (process.env.PIPEMORPH_TEST_GROUP !== 'own-db') return;
+  const db = Number(new URL(redisUrl).pathname.replace(/^\//, '') || 0);
+  if (db === 0) throw new Error(`a test of the own-db group uses Redis database 0 (${redisUrl}): give it redisUrlFor(N) (scripts/run-jest-groups.js)`);
+}
+
 /** The shipped defaults with timings shrunk so tests run in seconds. */
 export function testConfig(overrides: (c: PipemorphConfig) => void = () => undefined, redisUrl = REDIS_URL): PipemorphConfig {
   const config = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
@@ -36,5 +47,6 @@ export function testConfig(overrides: (c: PipemorphConfig) => void = () => undef
 }
 
 export function startDaemon(config: PipemorphConfig = testConfig()): Promise<StartedDaemon> {
+  assertTestDatabase(config.redis.url);
   return startInProcess(config, { logs: Boolean(process.env.PIPEMORPH_TEST_LOGS), shutdownHooks: true });
 }
