@@ -26,6 +26,8 @@ class ScriptedControl:
         self.known: Dict[int, int] = {}  # version -> effectiveIteration, once heard
         self.topology_version = 0  # as PipemorphRank: the layout in force, and a change to apply
         self.topology_change: Optional[Dict[str, Any]] = None
+        self.layers_version = 0  # as PipemorphRank: the layer split in force (0 = registered), and a change
+        self.layers_change: Optional[Dict[str, Any]] = None
 
     def _heard_at(self, schedule: Dict[str, Any]) -> int:
         return int((schedule.get("heardAt") or {}).get(str(self.rank), 0))
@@ -50,6 +52,9 @@ class ScriptedControl:
         if topology and topology["version"] != self.topology_version:
             self.dp, self.pp = next((e["dp"], e["pp"]) for e in topology["ranks"] if e["rank"] == self.rank)
             self.topology_version, self.topology_change = topology["version"], topology
+        layers = schedule.get("layers")
+        if layers and layers["version"] != self.layers_version:
+            self.layers_version, self.layers_change = layers["version"], layers
         pipeline = next(p for p in schedule["pipelines"] if self.dp in p["dpReplicas"])
         return list(pipeline["stages"][self.pp]), toggle_of(schedule, self.rank)
 

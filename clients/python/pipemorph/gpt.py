@@ -8,7 +8,7 @@ reference (`reference_train`) and the pipeline ranks start from identical parame
 """
 import math
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -55,15 +55,16 @@ class Block(torch.nn.Module):
 
 
 class GPTStage(torch.nn.Module):
-    """One pipeline stage: [embeddings] + blocks + [final LN, LM head]."""
+    """One pipeline stage: [embeddings] + blocks + [final LN, LM head]. `blocks`: how many (default
+    `c.layers`); block j's parameters are named `blocks.<j>.*`."""
 
-    def __init__(self, c: GPTConfig, stage: int, stages: int) -> None:
+    def __init__(self, c: GPTConfig, stage: int, stages: int, blocks: Optional[int] = None) -> None:
         super().__init__()
         self.first, self.last = stage == 0, stage == stages - 1
         if self.first:
             self.tok = torch.nn.Embedding(c.vocab, c.d_model)
             self.pos = torch.nn.Embedding(c.seq, c.d_model)
-        self.blocks = torch.nn.ModuleList(Block(c) for _ in range(c.layers))
+        self.blocks = torch.nn.ModuleList(Block(c) for _ in range(c.layers if blocks is None else blocks))
         if self.last:
             self.ln_f = torch.nn.LayerNorm(c.d_model)
             self.head = torch.nn.Linear(c.d_model, c.vocab, bias=False)
@@ -76,6 +77,18 @@ class GPTStage(torch.nn.Module):
         return self.head(self.ln_f(x)) if self.last else x  # logits (rows, seq, vocab) or the residual stream
 
 
+def _fill(params: Iterable[Tuple[str, torch.nn.Parameter]], generator: torch.Generator) -> None:
+    with torch.no_grad():
+        for name, p in params:
+            if name.endswith("bias"):
+                p.zero_()
+            elif ".ln" in name or name.startswith(("ln_f", "ln")):
+                p.fill_(1.0)
+            else:
+                scale = 1.0 if name.startswith(("tok", "pos")) else 0.1
+                p.copy_(torch.randn(p.shape, generator=generator) * scale)
+
+
 def stage_module(c: GPTConfig, stage: int, stages: int, seed: int) -> torch.nn.Module:
     """Stage `stage` with seeded weights: N(0, 1) embeddings (nn.Embedding's default), N(0, 0.1)
     matrices, zero biases, unit LayerNorms (with these, plain SGD with momentum learns the rule in a
@@ -83,16 +96,40 @@ def stage_module(c: GPTConfig, stage: int, stages: int, seed: int) -> torch.nn.M
     near-zero gradient into a visible step)."""
     module = GPTStage(c, stage, stages)
     generator = torch.Generator().manual_seed(seed * 7919 + stage)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if name.endswith("bias"):
-                p.zero_()
-            elif ".ln" in name or name.startswith("ln_f"):
-                p.fill_(1.0)
-            else:
-                scale = 1.0 if name.startswith(("tok", "pos")) else 0.1
-                p.copy_(torch.randn(p.shape, generator=generator) * scale)
+    _fill(module.named_parameters(), generator)
     return module
+
+
+# ---------------------------------------------------------------- movable layers (re-balancing)
+def layered_stage(c: GPTConfig, stage: int, stages: int, first: int, last: int, seed: int) -> torch.nn.Module:
+    """Stage `stage` built from blocks [first, last) of the whole model (the movable layers; the
+    embeddings stay on stage 0, the final LN and head on the last stage). Every block is seeded by
+    its global index, the embeddings and the head by their own seeds, so any split of the same
+    model starts from the same weights: the split is where layers live, not what they are. Block
+    `first + j` is `blocks.<j>` of the stage (layer_prefix)."""
+    module = GPTStage(c, stage, stages, blocks=last - first)
+    own = [(n, p) for n, p in module.named_parameters() if not n.startswith("blocks.")]
+    _fill(own, torch.Generator().manual_seed(seed * 7919 + 100003 * (1 + stage)))
+    for j, block in enumerate(module.blocks):
+        _fill(block.named_parameters(), torch.Generator().manual_seed(seed * 7919 + 1009 + first + j))
+    return module
+
+
+def layer_prefix(j: int) -> str:
+    """State-dict prefix of a stage's j-th block (PipelineModel.layer_prefix)."""
+    return "blocks.%d." % j
+
+
+def global_state(module: torch.nn.Module, first: int) -> Dict[str, torch.Tensor]:
+    """A stage's parameters under model-wide names (`blocks.<global index>.*`, others as they are),
+    so stages of different splits compare with the reference by name."""
+    out = {}
+    for name, p in module.named_parameters():
+        if name.startswith("blocks."):
+            _, j, rest = name.split(".", 2)
+            name = "blocks.%d.%s" % (first + int(j), rest)
+        out[name] = p.detach().clone()
+    return out
 
 
 def activation_shape(c: GPTConfig) -> Tuple[int, int, int]:
@@ -137,3 +174,29 @@ def reference_train(c: GPTConfig, stages: int, microbatches: int, iterations: in
         optimizer.step()
         losses.append(total)
     return modules, losses
+
+
+def reference_train_layered(c: GPTConfig, split: Sequence[int], microbatches: int, iterations: int, seed: int, lr: float,
+                            momentum: float = 0.0) -> Tuple[Dict[str, torch.Tensor], List[float]]:
+    """reference_train for layered_stage models: the whole model (any split builds the same one)
+    trained in one process. Returns its parameters by model-wide name (global_state) and the loss
+    per iteration."""
+    stages, bounds = len(split), [sum(split[:s]) for s in range(len(split) + 1)]
+    modules = [layered_stage(c, s, stages, bounds[s], bounds[s + 1], seed) for s in range(stages)]
+    model = torch.nn.Sequential(*modules)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    losses = []
+    for i in range(iterations):
+        optimizer.zero_grad()
+        total = 0.0
+        for j in range(microbatches):
+            x, y = microbatch(c, i, j, seed)
+            loss = loss_fn(model(x), y) / microbatches
+            loss.backward()
+            total += float(loss)
+        optimizer.step()
+        losses.append(total)
+    params: Dict[str, torch.Tensor] = {}
+    for s, m in enumerate(modules):
+        params.update(global_state(m, bounds[s]))
+    return params, losses

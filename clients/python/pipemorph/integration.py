@@ -27,6 +27,7 @@ import torch.distributed as dist
 from .control import ScriptedControl
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
+from .layers import LayerMover, bounds
 from .layout import Layout
 from .noise import Noise
 from .runtime import RankRuntime
@@ -49,6 +50,14 @@ class PipelineModel:
         inputs, the last stage the target.
     microbatches: per replica and iteration (the schedule's microbatch count).
     activation_shape: the float tensor every stage sends downstream (its gradient goes upstream).
+    layers: for a model whose stages are contiguous runs of movable layers (re-balancing, protocol
+        sec. 5.7): how many layers each stage holds at the start (the registration's
+        `layers.perStage`). `stage` is then a function (pp, first, last) -> module building stage pp
+        from layers [first, last) of the model (what never moves, e.g. embeddings and head, by pp),
+        and a schedule's new split moves layers, weights and optimizer state, between the ranks.
+        Without it a schedule's `layers` is ignored.
+    layer_prefix(j) -> the state-dict prefix of a stage's j-th layer (default "blocks.<j>."):
+        every parameter and buffer of that layer, and nothing else, is named with it.
     """
     stages: int
     stage: Union[Sequence[torch.nn.Module], Callable[[int], torch.nn.Module]]
@@ -57,11 +66,23 @@ class PipelineModel:
     microbatch: Callable[[int, int], Microbatch]
     microbatches: int
     activation_shape: Tuple[int, ...]
+    layers: Optional[Sequence[int]] = None
+    layer_prefix: Callable[[int], str] = lambda j: "blocks.%d." % j
 
-    def build(self, pp: int) -> Tuple[torch.nn.Module, torch.optim.Optimizer]:
+    def build(self, pp: int, split: Optional[Sequence[int]] = None) -> Tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """Stage pp's module and optimizer; a layered model builds it over its layers under `split`
+        (default: the initial `layers`)."""
+        if self.layers is not None:
+            first, last = bounds(split if split is not None else self.layers)[pp]
+            return self.build_range(pp, first, last)
         # A list, or an nn.ModuleList / nn.Sequential of the stages (modules are callable too: index them).
         indexed = isinstance(self.stage, (list, tuple, torch.nn.Module))
         module = self.stage[pp] if indexed else self.stage(pp)
+        return module, self.optimizer(module.parameters())
+
+    def build_range(self, pp: int, first: int, last: int) -> Tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """A layered model's stage pp over layers [first, last), with a fresh optimizer."""
+        module = self.stage(pp, first, last)  # type: ignore[call-arg]
         return module, self.optimizer(module.parameters())
 
 
@@ -109,7 +130,9 @@ def connect(redis_url: str, job: str, rank: int, stages: int, dp: int = 1, regis
 def parse_faults(spec: Optional[str]) -> Dict[str, Any]:
     """Faults injected on purpose, to show that the reference check catches them (tests only):
     `skip-w=PP` (stage PP skips W0 of every iteration: a lost weight gradient), `stale-remap` (a
-    rank moved by a re-map does not load its new stage's state: stale weights)."""
+    rank moved by a re-map does not load its new stage's state: stale weights), `layer-optim-lost`
+    (layers moved at a split change go without their optimizer state), `layer-stale` (the rank
+    that gains a layer keeps its own initial copy instead of the weights it received)."""
     faults: Dict[str, Any] = {}
     for item in filter(None, (spec or "").split(",")):
         key, _, value = item.strip().partition("=")
@@ -117,8 +140,10 @@ def parse_faults(spec: Optional[str]) -> Dict[str, Any]:
             faults["skip_w"] = int(value)
         elif key == "stale-remap" and not value:
             faults["stale_remap"] = True
+        elif key in ("layer-optim-lost", "layer-stale") and not value:
+            faults["layers"] = key
         elif key != "none":
-            raise ValueError("unknown fault %r (skip-w=PP, stale-remap)" % item)
+            raise ValueError("unknown fault %r (skip-w=PP, stale-remap, layer-optim-lost, layer-stale)" % item)
     return faults
 
 
@@ -147,6 +172,8 @@ class PipelineTrainer(RankRuntime):
         fault = parse_faults(faults)
         if fault.get("stale_remap"):
             handoff = "skip"
+        if model.layers is not None and (len(model.layers) != model.stages or min(model.layers) < 1):
+            raise ValueError("PipelineModel.layers %s: one count >= 1 per stage (%d stages)" % (list(model.layers), model.stages))
         layout = Layout.initial(model.stages, dp)
         _, pp = layout.coords[rank]
         self.model = model
@@ -160,7 +187,10 @@ class PipelineTrainer(RankRuntime):
         super().__init__(rank, model.stages, executor, control, delays or DelayFile(None, model.stages - 1), agreement,
                          control_group, start_time, report, layout,
                          checkpoint_dir or os.path.join(os.getcwd(), "pipemorph-checkpoints"), handoff, dp_reduce,
-                         times_for, noise, build_stage=model.build)
+                         times_for, noise, build_stage=lambda stage: model.build(stage, self.split),
+                         split=list(model.layers) if model.layers is not None else None,
+                         build_range=model.build_range if model.layers is not None else None,
+                         mover=LayerMover(model.layer_prefix, fault.get("layers")) if model.layers is not None else None)
         if before_step is not None:
             def step_hook() -> None:
                 self._all_reduce()

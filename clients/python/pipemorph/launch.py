@@ -6,7 +6,8 @@ Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
       [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
       [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip] [--noise SPEC]
-      [--model mlp|gpt] [--seq 16] [--vocab 64] [--layers 2] [--heads 2] [--fault skip-w=PP,stale-remap]
+      [--model mlp|gpt] [--seq 16] [--vocab 64] [--layers 2] [--heads 2] [--split 2,2,2,2]
+      [--fault skip-w=PP,stale-remap,layer-optim-lost,layer-stale]
 
 Installed with pip, the same launcher is the console script `pipemorph-launch`.
 
@@ -66,8 +67,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--vocab", type=int, default=64, help="gpt: vocabulary size")
     p.add_argument("--layers", type=int, default=2, help="gpt: transformer blocks per stage")
     p.add_argument("--heads", type=int, default=2, help="gpt: attention heads (must divide --hidden)")
+    p.add_argument("--split", help="gpt: blocks per stage at the start, e.g. 2,2,2,2 (instead of --layers): the blocks "
+                   "are movable layers and a schedule's `layers` moves them between stages (protocol sec. 5.7)")
     p.add_argument("--fault", default="none", help="inject a fault (tests only): skip-w=PP (stage PP skips W0 every "
-                   "iteration), stale-remap (moved ranks keep stale weights)")
+                   "iteration), stale-remap (moved ranks keep stale weights), layer-optim-lost (moved layers go "
+                   "without their optimizer state), layer-stale (a rank gaining layers keeps its initial copy)")
     p.add_argument("--noise", default="none", help="seeded GC pauses, dataloader stalls, checkpoints (pipemorph/noise.py), "
                    "e.g. seed=7,gc=0.02,stall=0.05,checkpointEvery=40,checkpointMs=300; default none")
     a = p.parse_args(argv)
@@ -82,6 +86,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         problems.append("--compute sleep needs --profile")
     if a.model == "gpt" and (a.heads < 1 or a.hidden % a.heads or a.seq < 1 or a.vocab < 2 or a.layers < 1):
         problems.append("--model gpt needs --hidden divisible by --heads, --seq, --layers >= 1, --vocab >= 2")
+    if a.split is not None:
+        try:
+            a.split = [int(x) for x in a.split.split(",")]
+        except ValueError:
+            a.split = []
+        if a.model != "gpt" or len(a.split) != a.stages or min(a.split or [0]) < 1:
+            problems.append("--split needs --model gpt and one block count >= 1 per stage")
     try:
         from .noise import parse_noise
         parse_noise(a.noise)
@@ -112,7 +123,7 @@ def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
         "redis": a.redis, "job": a.job, "schedules": None, "dp": a.dp, "momentum": a.momentum,
         "checkpointDir": os.path.abspath(a.checkpoint_dir) if a.checkpoint_dir else os.path.join(work_dir, "checkpoints"),
         "handoff": a.handoff, "dpReduce": a.dp_reduce, "noise": a.noise, "model": a.model, "seq": a.seq,
-        "vocab": a.vocab, "layers": a.layers, "heads": a.heads, "faults": a.fault,
+        "vocab": a.vocab, "layers": a.layers, "heads": a.heads, "faults": a.fault, "split": a.split,
     }
     if a.profile:
         profile = _load(a.profile, "profile")
@@ -137,7 +148,8 @@ def summarize(ranks: List[Dict[str, Any]], warmup: int = 1) -> Dict[str, Any]:
     for i in range(count):
         versions = [r["iterations"][i]["version"] for r in ranks]
         iterations.append({"iteration": i, "versions": versions, "ms": max(r["iterations"][i]["ms"] for r in ranks),
-                           "topologies": [r["iterations"][i].get("topology", 0) for r in ranks]})
+                           "topologies": [r["iterations"][i].get("topology", 0) for r in ranks],
+                           "splits": [r["iterations"][i].get("layers", 0) for r in ranks]})
     steady = [it["ms"] for it in iterations[warmup:]] or [it["ms"] for it in iterations]
     # The iteration's training loss: the mean over the replicas of what their last stages computed.
     losses = [[r["iterations"][i]["loss"] for r in ranks if "loss" in r["iterations"][i]] for i in range(count)]

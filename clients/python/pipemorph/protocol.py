@@ -75,6 +75,8 @@ class PipemorphRank:
         self.to_answer: List[int] = []  # prepared versions awaiting an ack decision
         self.topology_version = 0  # layout in force: 0 = the registration's (protocol sec. 5.5)
         self.topology_change: Optional[Dict[str, Any]] = None  # set when schedule_for switched layouts
+        self.layers_version = 0  # layer split in force: 0 = the registration's (protocol sec. 5.7)
+        self.layers_change: Optional[Dict[str, Any]] = None  # set when schedule_for switched splits
 
     # ----------------------------------------------------------------- registration
     @staticmethod
@@ -251,6 +253,11 @@ class PipemorphRank:
             self.dp, self.pp = self.coordinates(schedule)
             self.topology_version = topology["version"]
             self.topology_change = topology
+        layers = schedule.get("layers")
+        if layers and layers["version"] != self.layers_version:
+            # A new split: move layers (weights and optimizer state) before this iteration (sec. 5.7).
+            self.layers_version = layers["version"]
+            self.layers_change = layers
         pipeline = next(p for p in schedule["pipelines"] if self.dp in p["dpReplicas"])
         toggle = next(({"sendQueues": d["sendQueues"], "recvQueues": d["recvQueues"]}
                        for d in schedule.get("delegation", []) if d.get("rank") == self.rank), None)

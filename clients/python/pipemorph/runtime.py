@@ -1,7 +1,8 @@
 """One training rank's main loop (docs/protocol.md sec. 4): read control, agree on the version with
 the job's own collective, apply a re-map if the agreed schedule brings one (sec. 5.5), run that
 schedule's ops and delegation toggle, all-reduce the stage's gradients over its replicas, report,
-record. `step(i)` is one iteration of that loop; pipemorph.integration.PipelineTrainer builds a
+record. A schedule that brings a new layer split (sec. 5.7) moves layers between the stages of each
+replica first (pipemorph.layers), when the model is layered. `step(i)` is one iteration of that loop; pipemorph.integration.PipelineTrainer builds a
 RankRuntime from a user's stage modules, loss, optimizer factory and microbatch source."""
 import hashlib
 import os
@@ -14,6 +15,7 @@ import torch.distributed as dist
 from .dataparallel import RingAllReduce
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
+from .layers import LayerMover, bounds
 from .layout import Layout
 from .noise import Noise, draw, link_tail_ms, pause
 from .transport import LinkSender, Receiver, summarize
@@ -25,7 +27,10 @@ class RankRuntime:
                  report: bool = False, layout: Optional[Layout] = None, checkpoint_dir: Optional[str] = None,
                  handoff: str = "load", dp_reduce: str = "ring",
                  times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, noise: Optional[Noise] = None,
-                 build_stage: Optional[Callable[[int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None) -> None:
+                 build_stage: Optional[Callable[[int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None,
+                 split: Optional[List[int]] = None,
+                 build_range: Optional[Callable[[int, int, int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None,
+                 mover: Optional[LayerMover] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
         if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
@@ -41,6 +46,13 @@ class RankRuntime:
         # (stages may differ: embeddings first, the head last); without it the module is kept and
         # loads the new stage's weights (stages of one shape).
         self.build_stage = build_stage
+        # A layered model (sec. 5.7): `split` the layers per stage in force, build_range(pp, first,
+        # last) builds stage pp over layers [first, last), mover moves layers at a split change.
+        # Without them a schedule's `layers` is ignored (the job stays correct, only not re-balanced).
+        self.split = list(split) if split is not None else None
+        self.split_version = 0
+        self.build_range, self.mover = build_range, mover
+        self.move_log: List[Dict[str, Any]] = []  # per split change: iteration, split, layers sent / received, ms
         self.noise_log: List[Dict[str, Any]] = []  # the noise this rank played, per iteration it played any
         self.records: List[Dict[str, Any]] = []
         self.link_log: List[Dict[str, Any]] = []
@@ -108,6 +120,35 @@ class RankRuntime:
         # weights, or with build_stage its new stage's initial ones, and trains wrong.
         self._enter(new)
 
+    # ------------------------------------------------------------------ layer split changes
+    def _move_layers(self, layers: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """Sec. 5.7 at the agreed iteration k, before its ops (after a re-map of the same schedule):
+        within this rank's replica, the layers whose stage changes go with their weights and
+        optimizer state from the rank that held them to the rank that holds them now; every rank
+        whose range changed rebuilds its stage (pipemorph.layers)."""
+        self.split_version = int(layers.get("version", self.split_version + 1))
+        new = [int(n) for n in layers["perStage"]]
+        if self.split is None or self.mover is None or self.build_range is None:
+            return None  # not a layered model: keep the layers
+        if len(new) != self.stages or sum(new) != sum(self.split) or min(new) < 1:
+            raise ValueError("layers v%d: perStage %s does not split the model's %d layers into %d stages"
+                             % (self.split_version, new, sum(self.split), self.stages))
+        pp, dp = self.pp, self.dp
+        rebuilt, done = self.mover.move(pp, self.split, new, self.executor.module, self.executor.optimizer,
+                                        lambda stage: self.layout.rank_at(dp, stage),
+                                        lambda first, last: self.build_range(pp, first, last), self.group)
+        if rebuilt is not None:
+            self.executor.set_module(*rebuilt)
+        self.split = new
+        done.update({"iteration": self.iteration, "version": self.split_version, "perStage": new})
+        self.move_log.append(done)
+        return done
+
+    @property
+    def layer_range(self) -> Optional[Tuple[int, int]]:
+        """[first, last) of the layers this rank's stage holds now (a layered model), else None."""
+        return bounds(self.split)[self.pp] if self.split is not None else None
+
     # ------------------------------------------------------------------ senders and delays
     def _delay_for(self, link: int, peer: int):
         return lambda: (self.delays.model.delay_ms(link, (time.time() - self.start_time) * 1000.0, self.iteration)
@@ -148,7 +189,8 @@ class RankRuntime:
     def step(self, i: int) -> Dict[str, Any]:
         """Iteration i (protocol sec. 4): control, agreement, re-map, the schedule's ops with its
         toggle, gradient all-reduce and optimizer step, report. Returns what it recorded:
-        iteration, version, ms, topology, dp, pp, and loss on the last stage."""
+        iteration, version, ms, topology, dp, pp, layers (the split version), moveMs at a split
+        change, and loss on the last stage."""
         first = not self.records
         self.iteration = i
         began = time.perf_counter()
@@ -167,6 +209,11 @@ class RankRuntime:
         elif toggle != self._toggle or self._closed:
             self._build_senders(toggle)
         self._closed = False
+        layers = getattr(self.control, "layers_change", None)
+        moved = None
+        if layers is not None:
+            self.control.layers_change = None
+            moved = self._move_layers(layers)
         e = self.executor
         played = draw(self.noise, self.rank, self.pp, i, len(ops))
         if played.pause_op is not None:
@@ -184,7 +231,10 @@ class RankRuntime:
             self.noise_log.append({"iteration": i, "pauseMs": played.pause_ms if played.pause_op is not None else 0.0,
                                    "stallMs": played.stall_ms, "checkpointMs": played.checkpoint_ms, "linkTailMs": tails})
         ms = (time.perf_counter() - began) * 1000.0
-        record = {"iteration": i, "version": k, "ms": ms, "topology": self.layout.version, "dp": self.dp, "pp": self.pp}
+        record = {"iteration": i, "version": k, "ms": ms, "topology": self.layout.version, "dp": self.dp, "pp": self.pp,
+                  "layers": self.split_version}
+        if moved is not None:
+            record["moveMs"] = moved["ms"]
         if stats.loss is not None:
             record["loss"] = stats.loss
         self.records.append(record)

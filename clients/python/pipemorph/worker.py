@@ -26,6 +26,10 @@ def build_model(c) -> PipelineModel:
         from . import gpt
         g = gpt.GPTConfig(vocab=c.get("vocab", 64), seq=c.get("seq", 16), d_model=c["hidden"], heads=c.get("heads", 2),
                           layers=c.get("layers", 2), rows=c["rows"])
+        if c.get("split"):  # movable blocks: stage pp over blocks [first, last) (re-balancing, sec. 5.7)
+            return PipelineModel(stages, lambda pp, first, last: gpt.layered_stage(g, pp, stages, first, last, seed),
+                                 gpt.loss_fn, optimizer, lambda i, j: gpt.microbatch(g, i, j, seed), n,
+                                 gpt.activation_shape(g), layers=c["split"], layer_prefix=gpt.layer_prefix)
         return PipelineModel(stages, lambda pp: gpt.stage_module(g, pp, stages, seed), gpt.loss_fn, optimizer,
                              lambda i, j: gpt.microbatch(g, i, j, seed), n, gpt.activation_shape(g))
     from .stage import loss_fn, microbatch, stage_module
@@ -60,8 +64,15 @@ def main(config_path: str, rank: int) -> int:
     runtime.run(c["iterations"])
     dist.barrier(group=control_group)
     result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "noise": runtime.noise_log, "paramsDigest": runtime.params_digest()}
+    if runtime.split is not None:
+        result["split"], result["moves"] = runtime.split, runtime.move_log
     if c.get("saveParams"):
-        torch.save([p.detach() for p in runtime.module.parameters()], os.path.join(c["saveParams"], "rank%d.pt" % rank))
+        if runtime.split is not None:  # by model-wide name: the stage's layers depend on the split
+            from .gpt import global_state
+            params = global_state(runtime.module, runtime.layer_range[0])
+        else:
+            params = [p.detach() for p in runtime.module.parameters()]
+        torch.save(params, os.path.join(c["saveParams"], "rank%d.pt" % rank))
     with open(os.path.join(c["workDir"], "rank%d.json" % rank), "w", encoding="utf-8") as f:
         json.dump(result, f)
     dist.destroy_process_group()

@@ -23,7 +23,8 @@ def stage_ops(stages: int, microbatches: int, stage: int, warmup: Optional[int] 
 
 def schedule(stages: int, microbatches: int, version: int = 1, effective: int = 0, warmup: Optional[List[int]] = None,
              defer_w: bool = False, delegation: Optional[List[int]] = None, queues: int = 2,
-             heard_at: Optional[Dict[int, int]] = None, dp: int = 1, topology: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+             heard_at: Optional[Dict[int, int]] = None, dp: int = 1, topology: Optional[Dict[str, Any]] = None,
+             layers: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     warm = warmup or [stages - s for s in range(stages)]
     s: Dict[str, Any] = {
         "protocol": 1, "jobId": "test", "version": version, "epoch": 1, "state": "committed", "effectiveIteration": effective,
@@ -33,6 +34,8 @@ def schedule(stages: int, microbatches: int, version: int = 1, effective: int = 
     }
     if topology:
         s["topology"] = topology
+    if layers:
+        s["layers"] = layers
     if heard_at:
         s["heardAt"] = {str(r): i for r, i in heard_at.items()}
     return s
@@ -45,3 +48,22 @@ def swap_topology(stages: int, dp: int, a: int, b: int, version: int = 1, since:
     return {"version": version, "sinceVersion": since, "rings": [list(range(dp)) for _ in range(stages)],
             "ranks": [{"rank": r, "dp": d, "pp": p, "tp": 0} for r, (d, p) in sorted(coords.items())],
             "moved": sorted(r for r in (a, b) if coords[r][1] != r % stages)}
+
+
+def layer_split(old: List[int], new: List[int], version: int = 1, since: int = 2, state_bytes: float = 0.0) -> Dict[str, Any]:
+    """The schedule's `layers` (sec. 5.7) going from split `old` to `new`: perStage and the runs of
+    layers whose stage changes, as the daemon writes them."""
+    def owner(split: List[int]) -> List[int]:
+        return [s for s, n in enumerate(split) for _ in range(n)]
+    before, after = owner(old), owner(new)
+    moves: List[Dict[str, Any]] = []
+    for layer, (a, b) in enumerate(zip(before, after)):
+        if a == b:
+            continue
+        last = moves[-1] if moves else None
+        if last and last["lastLayer"] == layer - 1 and (last["fromStage"], last["toStage"]) == (a, b):
+            last["lastLayer"] = layer
+            last["bytes"] += state_bytes
+        else:
+            moves.append({"firstLayer": layer, "lastLayer": layer, "fromStage": a, "toStage": b, "bytes": state_bytes})
+    return {"version": version, "sinceVersion": since, "perStage": list(new), "moves": moves}
