@@ -42,6 +42,10 @@ import { DaemonProcess } from '../test/support/daemon-process';
 const SCRAPE_SETTLE_MS = 50;
 /** Extra delay of the straggling link in the control-loop trials, ms. */
 const SLOW_EXTRA_MS = 40;
+/** Iterations a trial's straggler stays on after its measured switch (untimed; see `answering`). */
+const HOLD_ITERATIONS = 20;
+/** Iterations written after a trial's straggler ends, waiting for the recovery switch (untimed). */
+const RECOVERY_ITERATIONS = 30;
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(REDIS_URL);
 const run = Date.now().toString(36);
@@ -58,6 +62,10 @@ function config(): PipemorphConfig {
   // recovery. bench:optimal-line measures what a refinement costs.
   c.control.refinePlanner = 'none';
   c.handshake.retryBackoffMs = 10;
+  // Iterations here come milliseconds apart, not a second: a lead of handshake.leadMs (2 s) would be
+  // dozens of them, longer than a trial's straggler, and the cost gate would decline every switch
+  // as not paying back after its lead. The lead is handshake.minLeadIterations, as for 1 s iterations.
+  c.handshake.leadMs = 0;
   return c;
 }
 
@@ -320,6 +328,31 @@ async function controlLoopLatency(trials: number, placement: Placement = 'defaul
     }
     throw new Error('bench: no prepare');
   };
+  /**
+   * Untimed iterations that answer any prepare (acks, then reads up to its commit): up to
+   * `iterations` of them, or until the first prepare answered when `untilOne`. A straggler is held
+   * this way after its measured prepare, so the job's learned straggler episodes last as in
+   * production (HOLD_ITERATIONS), not the 2-3 iterations of a trial, after which the cost gate
+   * declines the next trial's first reveal as a straggler not worth a switch; and the recovery is
+   * waited for this way, since the cost gate may decline it (the adapted schedule costs the healthy
+   * job next to nothing) and then no prepare comes.
+   */
+  const answering = async (iterations: number, untilOne: boolean): Promise<void> => {
+    for (let k = 0; k < iterations; k++) {
+      await writeIteration();
+      const reply = (await control.xread('BLOCK', 20, 'STREAMS', keys.control, cursor)) as Array<[string, Array<[string, string[]]>]> | null;
+      for (const [, entries] of reply ?? []) {
+        for (const [id, fields] of entries) {
+          cursor = id;
+          const event = JSON.parse(fields[1]);
+          if (event.type !== 'prepare') continue;
+          await ackAll(event.version, event.epoch);
+          await untilCommit(event.version);
+          if (untilOne) return;
+        }
+      }
+    }
+  };
   for (let k = 0; k < 12; k++) await writeIteration(); // learn baselines
   const before = untimedBadIterations();
   // Two untimed trials first: a fresh daemon's planning worker runs cold code (JIT) at first.
@@ -329,8 +362,9 @@ async function controlLoopLatency(trials: number, placement: Placement = 'defaul
     for (let k = 0; k < before; k++) await writeIteration();
     const measured = await untilPrepare();
     if (trial >= 0) latencies.push(measured);
+    await answering(HOLD_ITERATIONS, false);
     slow.clear();
-    await untilPrepare(); // recovery back to the initial plan
+    await answering(RECOVERY_ITERATIONS, true); // recovery back to the initial plan, unless the cost gate declines it
   }
   loop.disable();
   await control.quit();
