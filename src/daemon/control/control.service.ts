@@ -20,6 +20,13 @@ import { inSpan } from '../tracing/tracer';
 
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
 const HEALTHY_REFRESH_MS = 10000;
+/**
+ * Reporting ranks above which a step lets the event loop run before and after its detection
+ * snapshot: each part of a 4096-rank job's step takes tens of ms on the event loop (issue 23, item 5).
+ */
+const YIELDING_STEP_RANKS = 1024;
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * One control step for a job: detection snapshot -> decision (pure core, on a planning worker) ->
@@ -98,8 +105,12 @@ export class ControlService {
       return;
     }
     const started = this.clock.monotonicMs();
+    const large = job.reporting.length > YIELDING_STEP_RANKS;
+    if (large) await yieldToLoop();
     const snapshot = job.detector.snapshot();
     this.recordDetection(job, snapshot);
+    if (large) await yieldToLoop();
+    if (job.released) return;
     const input = job.stepInput(snapshot, now, this.config.remap.minIntervalMs);
     if (!input) return;
     // The version a switch would need is allocated while planning runs (one round trip less after it).
