@@ -27,6 +27,36 @@ function realTable(r: Json): string {
   return lines.join('\n');
 }
 
+function realTorchTable(r: Json): string {
+  if (!r.torch || (r.torch.scenarios as Json[]).length === 0) return '(not measured yet: `PIPEMORPH_BENCH_ONLY=gpt npm run bench:real`)';
+  const pct = (x: number | null) => (x === null ? '-' : `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`);
+  const lines = [
+    '| scenario | op times F / B / W, ms (measured by the ranks) | healthy | zb-static | pipemorph | speedup of pipemorph over zb-static | switches (iteration: predicted / measured) | predicted at the last switch (error) | load average before / after |',
+    '|---|---|---|---|---|---|---|---|---|',
+  ];
+  const range = (xs: number[]) => (Math.min(...xs) === Math.max(...xs) ? fmt(xs[0]) : `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`);
+  for (const s of r.torch.scenarios as Json[]) {
+    const p = s.policies;
+    const x = (ms: number) => `${fmt(ms)} (${fmt(ms / s.healthyMs, 2)}x)`;
+    const op = s.measuredOpMs;
+    const switches = (s.switches as Json[]).map((w) => `${w.iteration}: ${fmt(w.predictedMs)} / ${fmt(w.measuredMs)}`).join('; ') || 'none';
+    const load = `${fmt(s.loadAverage.before[0], 1)} / ${fmt(s.loadAverage.after[0], 1)}`;
+    lines.push(`| ${s.name} | ${range(op.fMs)} / ${range(op.bMs)} / ${range(op.wMs)} | ${fmt(s.healthyMs)} | ${x(p['zb-static'].medianIterationMs)} | ${x(p.pipemorph.medianIterationMs)} | ${fmt(s.speedupVsZbStatic, 2)}x | ${switches} | ${fmt(s.predictedMs)} (${pct(s.predictionError)}) | ${load} |`);
+  }
+  return lines.join('\n');
+}
+
+function realRemapTable(r: Json): string {
+  const m = r.torch?.remap;
+  if (!m) return '(not measured yet: `PIPEMORPH_BENCH_ONLY=remap npm run bench:real`)';
+  const pct = (x: number | null) => (x === null ? '-' : `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`);
+  return [
+    '| scenario | healthy (no delay) | before the re-map | switch iteration (handoff) | after | handoff cost (switch - after) | priced by the cost gate | ranks moved | daemon predicted before -> after (error after) |',
+    '|---|---|---|---|---|---|---|---|---|',
+    `| ${m.name} (${m.runs.length} runs, re-mapped in ${m.remapped}) | ${fmt(m.healthyMs)} | ${fmt(m.beforeMs)} | ${m.switchMs === null ? 'no re-map' : `${fmt(m.switchMs)} (iteration ${(m.runs as Json[]).map((x) => x.switchIteration ?? '-').join(', ')})`} | ${fmt(m.afterMs)} | ${fmt(m.handoffCostMs)} (runs: ${(m.runs as Json[]).map((x) => fmt(x.handoffCostMs)).join(', ')}) | ${fmt(m.pricedHandoffMs)} | ${(m.moved as number[]).join(', ') || '-'} | ${fmt(m.predictedBeforeMs)} -> ${fmt(m.predictedAfterMs)} (${pct(m.predictionError)}) |`,
+  ].join('\n');
+}
+
 function topologyTable(r: Json): string {
   const before = (r.perSeed as Json[]).map((x) => x.predictedIterationMsBefore as number);
   const rb = r.rackBoundary;
@@ -191,6 +221,32 @@ function daemonTable(r: Json): string {
   ].join('\n');
 }
 
+function scaleOutTable(r: Json): string {
+  const share = (w: Json) => (w.perReplica as Json[]).map((p) => `${p.ownedAtEnd} (${fmt(100 * p.shareOfFair)}%)`).join(' / ');
+  const cpu = (w: Json) => (w.perReplica as Json[]).map((p) => fmt(p.cpuMicrosPerReport)).join(' / ');
+  const lines = [
+    '| replicas | jobs owned per replica (of the fair share) | share goal (within 20%) | reports/s; decisions/s | daemon CPU per report: all replicas (each) | per report once the idle cost is taken out | CPU per decision | ranks per replica per core |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const w of r.windows as Json[]) {
+    lines.push(`| ${w.replicas} | ${share(w)} | ${w.shareGoalMet ? 'met' : '**not met**'} | ${fmt(w.reportsPerSecond)}; ${fmt(w.decisionsPerSecond, 1)} | ${fmt(w.cpuMicrosPerReport)} µs (${cpu(w)}) | ${fmt(w.marginalCpuMicrosPerReport)} µs | ${fmt(w.cpuMsPerDecision, 1)} ms | ${fmt(w.ranksPerReplicaPerCore)} |`);
+  }
+  lines.push('', '| move | jobs moved | every job owned, each replica within 20% of its share, after | owned after |', '|---|---|---|---|');
+  for (const m of r.moves as Json[]) lines.push(`| ${m.what} | ${m.jobsMoved} | ${m.settledMs === null ? 'not within 60 s' : `${fmt(m.settledMs / 1000, 1)} s`} | ${(m.ownedAfter as number[]).join(' / ')} |`);
+  const i = r.integrity;
+  lines.push(
+    '',
+    '| over the whole run (from the ranks and the control streams) | result |',
+    '|---|---|',
+    `| handshakes: prepared; committed; aborted; left open | ${i.prepares}; ${i.commits}; ${i.aborts}; ${i.handshakesLeftOpen} |`,
+    `| iterations run (all ranks of a job); of them with ranks on different versions (mixed) | ${i.iterationsRun.toLocaleString('en-US')}; ${i.mixedIterations} |`,
+    `| versions reused; control writes under a superseded epoch | ${i.versionsReused}; ${i.splitBrainWrites} |`,
+    `| a replica with no job: CPU (discovery, maintenance, ingest polls) | ${fmt(100 * r.idleReplicaCoreFraction, 1)}% of a core |`,
+    `| machine: cores; load average (1 / 5 / 15 min) at the end | ${r.machine.cpus}; ${(r.machine.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ')} |`,
+  );
+  return lines.join('\n');
+}
+
 function optimalLineTable(r: Json): string {
   const lines = [
     `| job (stages x microbatches) | MILP proves the optimum within ${r.timeLimitMs} ms | optimal planning: median / max (ms) | search alone: median (ms) | mean gain over the search |`,
@@ -287,6 +343,8 @@ function detectionTable(r: Json): string {
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
+  'real-torch': realTorchTable,
+  'real-remap': realRemapTable,
   topology: topologyTable,
   prediction: predictionTable,
   e2e: e2eTable,
@@ -298,6 +356,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'engine-time-limit': engineTimeLimitTable,
   'engine-device': engineDeviceTable,
   daemon: daemonTable,
+  'scale-out': scaleOutTable,
   'optimal-line': optimalLineTable,
   render: renderTable,
   soak: soakTable,
@@ -310,6 +369,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
  * file's JSON by file name (the block is left alone while one of them is missing).
  */
 const FILES: Record<string, string | string[]> = {
+  'real-torch': 'real',
+  'real-remap': 'real',
   'e2e-dp': 'e2e',
   'e2e-paced': 'e2e',
   'engine-speed': 'engine',
