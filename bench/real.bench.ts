@@ -12,14 +12,20 @@
  * last switch. `model` is the emulator's iteration time for the same schedule and delay (the engine the
  * daemon plans with): the distance measured vs model is what the model misses of real processes.
  *
- * --compute sleep (default) holds each op for its profiled time with real processes, sends and clocks;
- * a 2-core box cannot run 8 real compute processes without contention. PIPEMORPH_BENCH_ONLY=4|8 picks
- * scenarios by stage count; PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also
- * written to bench/results/real.json.
+ * The sleep rows (`--compute sleep`) hold each op for its profiled time with real processes, sends and
+ * clocks; a 2-core box cannot run 8 real compute processes without contention. Beside them, rows with
+ * real compute (bench/real-torch.ts): the tiny GPT trained with `--compute torch` through the
+ * integration API (healthy, zb-static, pipemorph, the daemon's prediction error), and the re-map of a
+ * data-parallel straggler measured (before, the switch iteration, after, the handoff cost).
+ *
+ * PIPEMORPH_BENCH_ONLY picks what runs: 4 or 8 (sleep rows by stage count), sleep, torch (the GPT rows
+ * and the re-map), gpt, remap; a part not run keeps its last measurement from bench/results/real.json.
+ * PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also written to bench/results/real.json.
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
 import { loadConfig } from '../src/daemon/config/load-config';
@@ -33,10 +39,14 @@ import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { meanMs, medianMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
+import { GptShape, RemapRow, RemapScenario, runRemapScenario, runTorchScenario, TorchRow, TorchScenario } from './real-torch';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.env.PIPEMORPH_BENCH_QUICK === '1';
 const ONLY = process.env.PIPEMORPH_BENCH_ONLY ?? '';
+const RUN_SLEEP = ONLY === '' || ONLY === 'sleep' || ONLY === '4' || ONLY === '8';
+const RUN_GPT = ONLY === '' || ONLY === 'torch' || ONLY === 'gpt';
+const RUN_REMAP = ONLY === '' || ONLY === 'torch' || ONLY === 'remap';
 
 interface RealScenario {
   name: string;
@@ -63,7 +73,7 @@ function realScenarios(): RealScenario[] {
     { name: '8-stage, 60 ms on link 6-7', profile: m8, delay: 'const:6=60', from: 6, iterations: it(28), deviceActivations: caps(m8, 16) },
     { name: '8-stage, dynamic trace A', profile: m8, delay: 'dynamic:A:seed=7', from: 0, iterations: it(24), deviceActivations: caps(m8, 16) },
   ];
-  return list.filter((s) => ONLY === '' || s.name.startsWith(`${ONLY}-stage`));
+  return list.filter((s) => ONLY === '' || ONLY === 'sleep' || s.name.startsWith(`${ONLY}-stage`));
 }
 
 /** "const:2=30" from iteration `from` as a step spec; dynamic specs run from the start. */
@@ -173,34 +183,106 @@ function fmt(x: number | null, digits = 0): string {
   return x === null || !Number.isFinite(x) ? '-' : x.toFixed(digits);
 }
 
+/** The GPT of the torch rows: ~100k parameters per stage, one op ~5-10 ms on a quiet core (see torchScenarios). */
+const GPT: GptShape = { dModel: 64, heads: 4, seq: 16, rows: 4, layers: 2, vocab: 64 };
+
+/**
+ * Real compute on this 2-core box: 4 stages x dp 1 is 4 single-threaded rank processes on 2 cores;
+ * each F/B/W of the GPT above takes ~5-10 ms on a quiet core and some 10-20 ms of wall-clock time
+ * once the processes contend, so an iteration of 8 microbatches is a few hundred ms and a 30 ms
+ * delay on one link is a large part of it (as in the sleep rows, 10 ms ops). The dp 2 row is the
+ * same pipeline twice, 8 processes on the 2 cores (4x oversubscribed: it fits in memory, not in
+ * CPU), its delay on link 2-3 of both replicas (a delay spec names a pipeline position). A 2-stage
+ * x dp 2 job (4 processes) was tried: the daemon declined every switch there (no plan of 2 stages
+ * beat the static one under its model), so it could not compare anything.
+ */
+function torchScenarios(): TorchScenario[] {
+  const it = (n: number) => (QUICK ? Math.ceil(n / 2) : n);
+  return [
+    { name: 'GPT 4-stage x dp 1, 30 ms on link 2-3', stages: 4, dp: 1, microbatches: 8, gpt: GPT, link: 2, delayMs: 30, from: 6, iterations: it(48) },
+    { name: 'GPT 4-stage x dp 2, 30 ms on link 2-3 of both replicas', stages: 4, dp: 2, microbatches: 8, gpt: GPT, link: 2, delayMs: 30, from: 6, iterations: it(36) },
+  ];
+}
+
+/** test/real-remap.e2e.test.ts's data-parallel straggler with the GPT: 2 racks, every message between them 30 ms slow. */
+function remapScenario(): RemapScenario {
+  return { name: 'GPT 2-stage x dp 2, rings across a 30 ms rack uplink', stages: 2, dp: 2, microbatches: 4, gpt: GPT, crossRackMs: 30, iterations: QUICK ? 20 : 32, gradientBytes: 3.5e9, repeats: QUICK ? 1 : 3 };
+}
+
+interface RealResults {
+  bench: 'real';
+  compute: 'sleep';
+  scenarios: ScenarioRow[];
+  torch?: {
+    machine: { cpus: number; loadAverageBefore: number[]; loadAverageAfter: number[] };
+    scenarios: TorchRow[];
+    remap: RemapRow | null;
+  };
+}
+
+function previousResults(path: string): Partial<RealResults> {
+  try {
+    return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Partial<RealResults>) : {};
+  } catch {
+    return {};
+  }
+}
+
 async function main(): Promise<void> {
+  const resultsDir = join(__dirname, '..', '..', 'bench', 'results');
+  const resultsPath = join(resultsDir, 'real.json');
+  const previous = previousResults(resultsPath);
   const redis = new Redis(REDIS_URL);
   const app = await startBenchDaemon();
+  const daemonUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   const rows: ScenarioRow[] = [];
+  const torchRows: TorchRow[] = [];
+  let remap: RemapRow | null = null;
+  const loadBefore = loadavg();
   try {
-    const list = realScenarios();
+    const list = RUN_SLEEP ? realScenarios() : [];
     for (let i = 0; i < list.length; i++) {
       const row = await runScenario(redis, list[i], i);
       rows.push(row);
       const p = row.policies;
       console.log(`${row.name}: healthy ${fmt(row.healthyMs)} ms | zb-static ${fmt(p['zb-static'].medianIterationMs)} | delegation-only ${fmt(p['delegation-only'].medianIterationMs)} | pipemorph ${fmt(p.pipemorph.medianIterationMs)} (predicted ${fmt(row.predictedMs)}, model ${fmt(p.pipemorph.modelMs)}) | switches ${row.switches.map((s) => `v${s.version}@${s.iteration}`).join(' ')}`);
     }
+    const rowFilter = process.env.PIPEMORPH_BENCH_ROWS ?? '';
+    for (const s of RUN_GPT ? torchScenarios().filter((t) => t.name.includes(rowFilter)) : []) {
+      const row = await runTorchScenario(redis, REDIS_URL, s, (line) => console.log(line), daemonUrl);
+      torchRows.push(row);
+      const p = row.policies;
+      console.log(`${row.name}: healthy ${fmt(row.healthyMs)} ms | zb-static ${fmt(p['zb-static'].medianIterationMs)} | pipemorph ${fmt(p.pipemorph.medianIterationMs)} (predicted ${fmt(row.predictedMs)}, error ${fmt(row.predictionError === null ? null : 100 * row.predictionError, 1)}%, model ${fmt(p.pipemorph.modelMs)}) | switches ${row.switches.map((w) => `v${w.version}@${w.iteration} (${w.reason}, predicted ${fmt(w.predictedMs)}, measured ${fmt(w.measuredMs)})`).join(' ')} | load ${row.loadAverage.before.map((x) => x.toFixed(1)).join('/')} -> ${row.loadAverage.after.map((x) => x.toFixed(1)).join('/')}`);
+    }
+    if (RUN_REMAP) {
+      remap = await runRemapScenario(redis, REDIS_URL, remapScenario(), (line) => console.log(line), daemonUrl);
+      console.log(`${remap.name}: healthy ${fmt(remap.healthyMs)} ms | before ${fmt(remap.beforeMs)} ms | switch iteration ${fmt(remap.switchMs)} ms | after ${fmt(remap.afterMs)} ms | handoff cost ${fmt(remap.handoffCostMs)} ms (priced ${fmt(remap.pricedHandoffMs)}) | predicted ${fmt(remap.predictedBeforeMs)} -> ${fmt(remap.predictedAfterMs)} | re-mapped in ${remap.remapped} of ${remap.runs.length} runs, moved ${remap.moved.join(',')}`);
+    }
   } finally {
     await app.close();
     redis.disconnect();
   }
+  const sleepRows = RUN_SLEEP ? rows : previous.scenarios ?? [];
   console.log('');
   console.log('Median iteration time of the measured iterations, ms (slowdown vs healthy); model: the emulator for the same schedule and delay.');
   console.log('| scenario | healthy | zb-static | delegation-only | pipemorph | pipemorph slowdown, measured (model) | predicted at last switch | measured after it |');
   console.log('|---|---|---|---|---|---|---|---|');
-  for (const r of rows) {
+  for (const r of sleepRows) {
     const p = r.policies;
     const x = (ms: number) => `${fmt(ms)} (${fmt(ms / r.healthyMs, 2)}x)`;
     console.log(`| ${r.name} | ${fmt(r.healthyMs)} | ${x(p['zb-static'].medianIterationMs)} | ${x(p['delegation-only'].medianIterationMs)} | ${x(p.pipemorph.medianIterationMs)} | ${fmt(r.slowdown, 2)}x (${fmt(r.modelSlowdown, 2)}x) | ${fmt(r.predictedMs)} | ${fmt(p.pipemorph.medianIterationMs)} |`);
   }
-  const json = JSON.stringify({ bench: 'real', compute: 'sleep', scenarios: rows });
-  mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
-  writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'real.json'), `${json}\n`);
+  const torch = RUN_GPT || RUN_REMAP
+    ? {
+        machine: { cpus: cpus().length, loadAverageBefore: loadBefore, loadAverageAfter: loadavg() },
+        scenarios: RUN_GPT ? torchRows : previous.torch?.scenarios ?? [],
+        remap: RUN_REMAP ? remap : previous.torch?.remap ?? null,
+      }
+    : previous.torch;
+  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}) };
+  const json = JSON.stringify(results);
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(resultsPath, `${json}\n`);
   console.log(json);
 }
 
