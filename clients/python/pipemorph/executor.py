@@ -54,6 +54,7 @@ class StageExecutor:
         self.shape, self.compute, self.times = shape, compute, times
         self.params = [p for p in module.parameters() if p.requires_grad]
         self.skip_w: Optional[int] = None  # fault injection (tests): this stage skips W0 of every iteration
+        self.slowdown = 1.0  # emulation: every op of this rank held `slowdown` times its compute time
         # Where the stage sits; the runtime moves them when a re-map changes this rank's (dp, pp).
         self.prev_rank, self.next_rank = stage - 1, stage + 1  # pipeline neighbours
         self.data_offset = 0  # replica d trains on microbatches d * microbatches + j of each iteration
@@ -93,15 +94,19 @@ class StageExecutor:
             t0 = time.perf_counter()
             if kind == "F":
                 x = receiver.take(ACT, j) if not self.first else None
+                t0 = time.perf_counter()  # an op's time is its compute: not the wait for its input
                 out = self._forward(iteration, j, x, saved)
+                self._slow(t0)
                 inflight += 1
                 peak = max(peak, inflight)
                 if nxt is not None:
                     nxt.send(out, tag_of(ACT, iteration, j))
             elif kind == "B":
                 grad_out = receiver.take(GRAD, j) if not self.last else None
+                t0 = time.perf_counter()
                 out_grads[j] = grad_out
                 grad_in = self._backward_input(j, saved, grad_out)
+                self._slow(t0)
                 if prev is not None:
                     prev.send(grad_in, tag_of(GRAD, iteration, j))
             else:
@@ -109,6 +114,7 @@ class StageExecutor:
                     saved.pop(j), out_grads.pop(j)  # the fault: this microbatch's weight gradient is lost
                 else:
                     self._backward_weights(j, saved.pop(j), out_grads.pop(j))
+                self._slow(t0)
                 inflight -= 1
             op_ms[kind].append((time.perf_counter() - t0) * 1000.0)
         for sender in (prev, nxt):
@@ -122,6 +128,11 @@ class StageExecutor:
                               compute_ms={k: statistics.median(v) for k, v in op_ms.items()},
                               peak_inflight=peak, ops_run=list(ops),
                               loss=self._loss if self.last and self.compute == "torch" else None)
+
+    def _slow(self, t0: float) -> None:
+        """An emulated slow device: the op computes `slowdown` times as long (before it sends)."""
+        if self.slowdown > 1.0:
+            time.sleep((time.perf_counter() - t0) * (self.slowdown - 1.0))
 
     # ---------------------------------------------------------------- the three ops
     def _forward(self, iteration: int, j: int, x: Optional[torch.Tensor], saved: Dict) -> torch.Tensor:

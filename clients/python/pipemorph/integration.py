@@ -158,7 +158,8 @@ class PipelineTrainer(RankRuntime):
     injected link latency (emulation). handoff / dp_reduce / faults break things on purpose (tests).
     before_step(trainer): called every iteration on every rank after the data-parallel gradient mean
     and before optimizer.step(), e.g. to clip gradients (a collective inside is fine: every rank
-    calls it once per iteration at the same point).
+    calls it once per iteration at the same point). compute_slow {rank: (factor, from_iteration)}:
+    emulation, that rank's ops are held factor x their compute time from that iteration on.
     """
 
     def __init__(self, model: PipelineModel, control: Any, dp: int = 1, rank: Optional[int] = None,
@@ -167,7 +168,8 @@ class PipelineTrainer(RankRuntime):
                  times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, delays: Optional[DelayFile] = None,
                  noise: Optional[Noise] = None, handoff: str = "load", dp_reduce: str = "ring",
                  faults: Optional[str] = None, start_time: float = 0.0,
-                 before_step: Optional[Callable[["PipelineTrainer"], None]] = None) -> None:
+                 before_step: Optional[Callable[["PipelineTrainer"], None]] = None,
+                 compute_slow: Optional[Dict[int, Tuple[float, int]]] = None) -> None:
         rank = dist.get_rank() if rank is None else rank
         fault = parse_faults(faults)
         if fault.get("stale_remap"):
@@ -190,7 +192,8 @@ class PipelineTrainer(RankRuntime):
                          times_for, noise, build_stage=lambda stage: model.build(stage, self.split),
                          split=list(model.layers) if model.layers is not None else None,
                          build_range=model.build_range if model.layers is not None else None,
-                         mover=LayerMover(model.layer_prefix, fault.get("layers")) if model.layers is not None else None)
+                         mover=LayerMover(model.layer_prefix, fault.get("layers")) if model.layers is not None else None,
+                         compute_slow=compute_slow)
         if before_step is not None:
             def step_hook() -> None:
                 self._all_reduce()
@@ -205,3 +208,18 @@ class PipelineTrainer(RankRuntime):
     @property
     def optimizer(self) -> torch.optim.Optimizer:
         return self.executor.optimizer
+
+
+def parse_compute_slow(spec: Optional[str]) -> Dict[int, Tuple[float, int]]:
+    """`RANK=FACTOR@FROM,...` (e.g. `1=3@20`: rank 1's ops take 3x their time from iteration 20)."""
+    out: Dict[int, Tuple[float, int]] = {}
+    for item in filter(None, (spec or "").split(",")):
+        rank, _, rest = item.strip().partition("=")
+        factor, _, since = rest.partition("@")
+        try:
+            out[int(rank)] = (float(factor), int(since or 0))
+        except ValueError:
+            raise ValueError("compute-slow %r: expected RANK=FACTOR@FROM" % item) from None
+        if out[int(rank)][0] < 1.0:
+            raise ValueError("compute-slow %r: FACTOR must be >= 1" % item)
+    return out

@@ -7,7 +7,7 @@ Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
       [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip] [--noise SPEC]
       [--model mlp|gpt] [--seq 16] [--vocab 64] [--layers 2] [--heads 2] [--split 2,2,2,2]
-      [--fault skip-w=PP,stale-remap,layer-optim-lost,layer-stale]
+      [--fault skip-w=PP,stale-remap,layer-optim-lost,layer-stale] [--compute-slow RANK=FACTOR@FROM,...]
 
 Installed with pip, the same launcher is the console script `pipemorph-launch`.
 
@@ -72,6 +72,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--fault", default="none", help="inject a fault (tests only): skip-w=PP (stage PP skips W0 every "
                    "iteration), stale-remap (moved ranks keep stale weights), layer-optim-lost (moved layers go "
                    "without their optimizer state), layer-stale (a rank gaining layers keeps its initial copy)")
+    p.add_argument("--compute-slow", help="emulate slow devices: RANK=FACTOR@FROM,... (rank RANK's ops take FACTOR "
+                   "times their time from iteration FROM), e.g. 1=3@20")
     p.add_argument("--noise", default="none", help="seeded GC pauses, dataloader stalls, checkpoints (pipemorph/noise.py), "
                    "e.g. seed=7,gc=0.02,stall=0.05,checkpointEvery=40,checkpointMs=300; default none")
     a = p.parse_args(argv)
@@ -96,8 +98,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     try:
         from .noise import parse_noise
         parse_noise(a.noise)
-        from .integration import parse_faults
+        from .integration import parse_compute_slow, parse_faults
         parse_faults(a.fault)
+        parse_compute_slow(a.compute_slow)
     except ValueError as error:
         problems.append(str(error))
     if problems:
@@ -124,6 +127,7 @@ def build_config(a: argparse.Namespace, work_dir: str) -> Dict[str, Any]:
         "checkpointDir": os.path.abspath(a.checkpoint_dir) if a.checkpoint_dir else os.path.join(work_dir, "checkpoints"),
         "handoff": a.handoff, "dpReduce": a.dp_reduce, "noise": a.noise, "model": a.model, "seq": a.seq,
         "vocab": a.vocab, "layers": a.layers, "heads": a.heads, "faults": a.fault, "split": a.split,
+        "computeSlow": a.compute_slow,
     }
     if a.profile:
         profile = _load(a.profile, "profile")

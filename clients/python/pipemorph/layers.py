@@ -122,10 +122,11 @@ def rebuild(module: torch.nn.Module, optimizer: torch.optim.Optimizer, old: Tupl
     return new_module, new_optimizer
 
 
-def _to_bytes(payload: Any) -> torch.Tensor:
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+def _to_bytes(payload: Any) -> Tuple[bytearray, torch.Tensor]:
+    stream = io.BytesIO()
+    torch.save(payload, stream)
+    buffer = bytearray(stream.getvalue())
+    return buffer, torch.frombuffer(buffer, dtype=torch.uint8)
 
 
 def exchange(outgoing: Dict[int, Any], incoming: List[int], group: Optional[Any]) -> Dict[int, Any]:
@@ -134,10 +135,10 @@ def exchange(outgoing: Dict[int, Any], incoming: List[int], group: Optional[Any]
     that both give and take cannot deadlock."""
     pending = []
     for peer, payload in sorted(outgoing.items()):
-        data = _to_bytes(payload)
+        buffer, data = _to_bytes(payload)
         size = torch.tensor([data.numel()], dtype=torch.int64)
         pending.append((size, dist.isend(size, peer, group=group, tag=_SIZE_TAG)))
-        pending.append((data, dist.isend(data, peer, group=group, tag=_DATA_TAG)))
+        pending.append(((buffer, data), dist.isend(data, peer, group=group, tag=_DATA_TAG)))  # kept alive until sent
     got = {}
     for peer in sorted(incoming):
         size = torch.zeros(1, dtype=torch.int64)

@@ -296,4 +296,7 @@ class PipemorphRank:
             return "no pipeline entry for dp %d" % dp
         if pp >= len(pipeline.get("stages", [])):
             return "no op list for stage %d" % pp
+        layers = schedule.get("layers")
+        if layers and len(layers.get("perStage", [])) != len(pipeline["stages"]):
+            return "layers.perStage lists %d stages, the schedule %d" % (len(layers.get("perStage", [])), len(pipeline["stages"]))
         return None

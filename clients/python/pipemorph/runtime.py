@@ -30,7 +30,7 @@ class RankRuntime:
                  build_stage: Optional[Callable[[int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None,
                  split: Optional[List[int]] = None,
                  build_range: Optional[Callable[[int, int, int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None,
-                 mover: Optional[LayerMover] = None) -> None:
+                 mover: Optional[LayerMover] = None, compute_slow: Optional[Dict[int, Tuple[float, int]]] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
         if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
@@ -53,6 +53,9 @@ class RankRuntime:
         self.split_version = 0
         self.build_range, self.mover = build_range, mover
         self.move_log: List[Dict[str, Any]] = []  # per split change: iteration, split, layers sent / received, ms
+        # Emulation: {rank: (factor, from iteration)}: that rank's ops take factor x their compute time
+        # from that iteration on (a slow device, a compute straggler for the daemon to re-balance).
+        self.compute_slow = compute_slow or {}
         self.noise_log: List[Dict[str, Any]] = []  # the noise this rank played, per iteration it played any
         self.records: List[Dict[str, Any]] = []
         self.link_log: List[Dict[str, Any]] = []
@@ -215,6 +218,8 @@ class RankRuntime:
             self.control.layers_change = None
             moved = self._move_layers(layers)
         e = self.executor
+        factor, since = self.compute_slow.get(self.rank, (1.0, 0))
+        e.slowdown = factor if i >= since else 1.0
         played = draw(self.noise, self.rank, self.pp, i, len(ops))
         if played.pause_op is not None:
             e.before_op = lambda index, p=played: pause(p.pause_ms, p.collect) if index == p.pause_op else None

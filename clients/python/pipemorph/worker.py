@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from .delays import DelayFile
 from .executor import StageTimes
-from .integration import PipelineModel, PipelineTrainer, connect, scripted
+from .integration import PipelineModel, PipelineTrainer, connect, parse_compute_slow, scripted
 from .noise import parse_noise
 
 
@@ -59,7 +59,7 @@ def main(config_path: str, rank: int) -> int:
     runtime = PipelineTrainer(build_model(c), control, dp, rank, c.get("checkpointDir"), reporting, c["agreement"],
                               control_group, c["compute"], times_for, DelayFile(c.get("delays"), stages - 1),
                               parse_noise(c.get("noise")), c.get("handoff", "load"), c.get("dpReduce", "ring"),
-                              c.get("faults"), c["startTime"])
+                              c.get("faults"), c["startTime"], compute_slow=parse_compute_slow(c.get("computeSlow")))
     dist.barrier(group=control_group)
     runtime.run(c["iterations"])
     dist.barrier(group=control_group)
