@@ -492,6 +492,10 @@ interface Planning {
   count: number;
   meanMs: number;
   over10Ms: number;
+  /** Mean time per stage of the control steps that published (pipemorph_control_stage_seconds), ms. */
+  stagesMeanMs?: Record<string, number>;
+  /** The bucket bound (ms) under which half of those steps' stage times fall. */
+  stagesMedianBucketMs?: Record<string, number>;
 }
 
 /** The daemon's own planning-duration histogram, read from /metrics like any scraper. */
@@ -500,7 +504,17 @@ async function planningSeconds(daemon: Daemon): Promise<Planning> {
   const count = m('pipemorph_planning_duration_seconds_count');
   const sum = m('pipemorph_planning_duration_seconds_sum');
   const le10 = m('pipemorph_planning_duration_seconds_bucket', 'le="0.01"');
-  return { count, meanMs: (sum / count) * 1000, over10Ms: count - le10 };
+  const stage = (s: string) => Math.round((m('pipemorph_control_stage_seconds_sum', `stage="${s}"`) / m('pipemorph_control_stage_seconds_count', `stage="${s}"`)) * 1e6) / 1000;
+  const median = (s: string) => {
+    const n = m('pipemorph_control_stage_seconds_count', `stage="${s}"`);
+    const bound = [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1].find((le) => m('pipemorph_control_stage_seconds_bucket', `le="${le}",stage="${s}"`) >= n / 2);
+    return bound === undefined ? Number.NaN : bound * 1000;
+  };
+  const stages = ['detect', 'decide', 'publish'];
+  return {
+    count, meanMs: (sum / count) * 1000, over10Ms: count - le10,
+    stagesMeanMs: Object.fromEntries(stages.map((s) => [s, stage(s)])), stagesMedianBucketMs: Object.fromEntries(stages.map((s) => [s, median(s)])),
+  };
 }
 
 function heapPer10kLinks(): number {
@@ -557,7 +571,7 @@ async function main(): Promise<void> {
   if (process.argv[2] === 'loop') {
     // Only the control-loop trials, printed, results file untouched (profiling runs).
     const placement: Placement = process.env.PIPEMORPH_BENCH_ON_WORKER ? 'worker' : 'default';
-    const { trials } = await controlLoopLatency(Number(process.argv[3] ?? 50), placement, process.argv[4] === 'own-core');
+    const { trials, planning } = await controlLoopLatency(Number(process.argv[3] ?? 50), placement, process.argv[4] === 'own-core');
     const ms = trials.map((t) => t.ms);
     const mean = (f: (t: Trial) => number) => trials.reduce((a, t) => a + f(t), 0) / trials.length;
     const onRedis = trials.map((t) => t.redisMs);
@@ -565,7 +579,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({
       trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms),
       storedP50Ms: percentile(stored, 50), storedP99Ms: percentile(stored, 99), redisP50Ms: percentile(onRedis, 50), redisP99Ms: percentile(onRedis, 99), redisMaxMs: Math.max(...onRedis), redisMs: onRedis,
-      meanWriteMs: mean((t) => t.writeMs), meanLoopStallMs: mean((t) => t.loopStallMs), meanGcMs: mean((t) => t.gcMs),
+      meanWriteMs: mean((t) => t.writeMs), meanLoopStallMs: mean((t) => t.loopStallMs), meanGcMs: mean((t) => t.gcMs), planning,
     }));
     await redis.quit();
     return;

@@ -113,6 +113,7 @@ export class ControlService {
     if (job.released) return;
     const input = job.stepInput(snapshot, now, this.config.remap.minIntervalMs);
     if (!input) return;
+    const detected = this.clock.monotonicMs();
     // The version a switch would need is allocated while planning runs (one round trip less after it).
     const reserving = job.committed ? this.publisher.reserveVersion(job) : Promise.resolve();
     let outcome = await this.decide(job, input, this.controlConfigFor(job), 'planning');
@@ -157,8 +158,14 @@ export class ControlService {
       this.metrics.replans.inc({ job: job.jobId, kind: decision.kind });
       // Timed from now, not from the step's start: planning may have taken a while.
       const at = Math.max(now, this.clock.now());
+      const publishing = this.clock.monotonicMs();
       if (!job.committed) await this.publisher.publishInitial(job, decision, at);
       else await this.publisher.prepare(job, decision, at);
+      // The control loop's path, per stage, for the steps that publish (issue 23, item 4); `decide`
+      // runs to the publish: planning, the version reservation, the cost gate, a refinement or re-balance.
+      this.metrics.controlStages.observe({ stage: 'detect' }, (detected - started) / 1000);
+      this.metrics.controlStages.observe({ stage: 'decide' }, (publishing - detected) / 1000);
+      this.metrics.controlStages.observe({ stage: 'publish' }, (this.clock.monotonicMs() - publishing) / 1000);
       judged.record.scheduleVersion = job.handshake?.schedule.version ?? job.committed?.version ?? null;
     }
     // The healthy yardstick is a gauge, not part of the decision: priced after publishing.

@@ -129,6 +129,13 @@ export class MetricsService {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly controlStages = new Histogram({
+    name: 'pipemorph_control_stage_seconds',
+    help: 'Where a control step that publishes a schedule spends its time, by stage: detect (detection snapshot and the step input), decide (planning, pricing, the version reservation and the cost gate, up to the publish), publish (building the schedule and writing it to Redis).',
+    labelNames: ['stage'] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
   readonly planningQueue = new Gauge({ name: 'pipemorph_planning_queue', help: 'Control decisions waiting for a planning worker.', registers: [this.registry] });
   readonly planningFailures = new Counter({
     name: 'pipemorph_planning_failures_total',
