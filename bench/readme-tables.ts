@@ -34,7 +34,7 @@ function realTorchTable(r: Json): string {
     '| scenario | op times F / B / W, ms (measured by the ranks) | healthy | zb-static | pipemorph | speedup of pipemorph over zb-static | switches (iteration: predicted / measured) | predicted at the last switch (error) | load average before / after |',
     '|---|---|---|---|---|---|---|---|---|',
   ];
-  const range = (xs: number[]) => (Math.min(...xs) === Math.max(...xs) ? fmt(xs[0]) : `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`);
+  const range = (xs: number[]) => (Math.min(...xs) === Math.max(...xs) ? fmt(xs[0], 1) : `${fmt(Math.min(...xs), 1)}-${fmt(Math.max(...xs), 1)}`);
   for (const s of r.torch.scenarios as Json[]) {
     const p = s.policies;
     const x = (ms: number) => `${fmt(ms)} (${fmt(ms / s.healthyMs, 2)}x)`;

@@ -183,30 +183,34 @@ function fmt(x: number | null, digits = 0): string {
   return x === null || !Number.isFinite(x) ? '-' : x.toFixed(digits);
 }
 
-/** The GPT of the torch rows: ~100k parameters per stage, one op ~5-10 ms on a quiet core (see torchScenarios). */
+/** The GPT of the rows whose ranks have a core each: ~100k parameters per stage (2 blocks of d_model 64). */
 const GPT: GptShape = { dModel: 64, heads: 4, seq: 16, rows: 4, layers: 2, vocab: 64 };
+/** Where 4 rank processes share the 2 cores: d_model 32 (~25k parameters per stage), a quarter of the compute. */
+const GPT_SHARED: GptShape = { ...GPT, dModel: 32, heads: 2 };
 
 /**
- * Real compute on this 2-core box: 4 stages x dp 1 is 4 single-threaded rank processes on 2 cores;
- * each F/B/W of the GPT above takes ~5-10 ms on a quiet core and some 10-20 ms of wall-clock time
- * once the processes contend, so an iteration of 8 microbatches is a few hundred ms and a 30 ms
- * delay on one link is a large part of it (as in the sleep rows, 10 ms ops). The dp 2 row is the
- * same pipeline twice, 8 processes on the 2 cores (4x oversubscribed: it fits in memory, not in
- * CPU), its delay on link 2-3 of both replicas (a delay spec names a pipeline position). A 2-stage
- * x dp 2 job (4 processes) was tried: the daemon declined every switch there (no plan of 2 stages
- * beat the static one under its model), so it could not compare anything.
+ * Real compute on this 2-core box. The daemon plans as if every stage had a device of its own; 4
+ * single-threaded rank processes on 2 cores do not (a healthy pipeline keeps ~3 of them busy), so the
+ * row where that holds is 2 stages x dp 1 (2 processes), 12 microbatches of the d_model-64 GPT: ops
+ * of ~6 ms, a ~220 ms iteration, where 30 ms on the one link (GPU-direct sends one at a time) more
+ * than doubles the static plan's iteration. The 4-stage x dp 1 row (the pipeline depth of the sleep
+ * rows) and the dp 2 row (2 stages x dp 2, its delay on link 0-1 of both replicas: a delay spec names
+ * a pipeline position) run 4 processes on the 2 cores, with the d_model-32 GPT to keep the contention
+ * down. A 4-stage x dp 2 job (8 processes) was tried: 4x oversubscribed, iterations of ~1 s and the
+ * daemon's predictions 20-35% off.
  */
 function torchScenarios(): TorchScenario[] {
   const it = (n: number) => (QUICK ? Math.ceil(n / 2) : n);
   return [
-    { name: 'GPT 4-stage x dp 1, 30 ms on link 2-3', stages: 4, dp: 1, microbatches: 8, gpt: GPT, link: 2, delayMs: 30, from: 6, iterations: it(48) },
-    { name: 'GPT 4-stage x dp 2, 30 ms on link 2-3 of both replicas', stages: 4, dp: 2, microbatches: 8, gpt: GPT, link: 2, delayMs: 30, from: 6, iterations: it(36) },
+    { name: 'GPT d64, 2-stage x dp 1, 30 ms on link 0-1', stages: 2, dp: 1, microbatches: 12, gpt: GPT, link: 0, delayMs: 30, from: 6, iterations: it(48) },
+    { name: 'GPT d32, 4-stage x dp 1, 30 ms on link 2-3', stages: 4, dp: 1, microbatches: 8, gpt: GPT_SHARED, link: 2, delayMs: 30, from: 6, iterations: it(48) },
+    { name: 'GPT d32, 2-stage x dp 2, 30 ms on link 0-1 of both replicas', stages: 2, dp: 2, microbatches: 12, gpt: GPT_SHARED, link: 0, delayMs: 30, from: 6, iterations: it(40) },
   ];
 }
 
 /** test/real-remap.e2e.test.ts's data-parallel straggler with the GPT: 2 racks, every message between them 30 ms slow. */
 function remapScenario(): RemapScenario {
-  return { name: 'GPT 2-stage x dp 2, rings across a 30 ms rack uplink', stages: 2, dp: 2, microbatches: 4, gpt: GPT, crossRackMs: 30, iterations: QUICK ? 20 : 32, gradientBytes: 3.5e9, repeats: QUICK ? 1 : 3 };
+  return { name: 'GPT d32, 2-stage x dp 2, rings across a 30 ms rack uplink', stages: 2, dp: 2, microbatches: 4, gpt: GPT_SHARED, crossRackMs: 30, iterations: QUICK ? 20 : 40, gradientBytes: 3.5e9, repeats: QUICK ? 1 : 3 };
 }
 
 interface RealResults {
