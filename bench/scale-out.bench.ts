@@ -49,6 +49,9 @@ const IDLE_S = 10;
 /** Seconds after a move before a steady window: adoption, history replay and a new process's JIT are not steady state. */
 const SETTLE_S = 10;
 
+/** What to stop if the bench fails half-way: daemons and redis-servers must not outlive it. */
+const cleanups: Array<() => Promise<unknown>> = [];
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -92,6 +95,7 @@ async function snapshot(r: Replica): Promise<Snapshot> {
 async function main(): Promise<void> {
   const benchCpu0 = process.cpuUsage();
   const cluster = await RedisCluster.start();
+  cleanups.push(() => cluster.stop());
   const redis: Cluster = cluster.client();
   const run = Date.now().toString(36);
   const config = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
@@ -102,6 +106,7 @@ async function main(): Promise<void> {
   let started = 0;
   const startReplica = async (): Promise<Replica> => {
     const daemon = await DaemonProcess.start(config);
+    cleanups.push(() => daemon.stop('SIGKILL'));
     for (const deadline = Date.now() + 30000; (await daemon.status('/health/ready')) !== 200; await sleep(100)) {
       if (Date.now() > deadline) throw new Error(`scale-out: replica did not get ready:\n${daemon.output}`);
     }
@@ -276,7 +281,8 @@ async function main(): Promise<void> {
   console.log(JSON.stringify({ windows: windows.map((w) => ({ replicas: w.replicas, worstShareDeviation: w.worstShareDeviation, cpuMicrosPerReport: w.cpuMicrosPerReport, cpuMsPerDecision: w.cpuMsPerDecision })), moves, integrity }));
 }
 
-main().catch((error) => {
+main().catch(async (error) => {
   console.error(error);
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   process.exit(1);
 });
