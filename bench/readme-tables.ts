@@ -282,7 +282,37 @@ function soakTable(r: Json): string {
     `| daemon heap: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.heap)}; ${fmt(first.heapBytes / 1e6)} MB, ${fmt(last.heapBytes / 1e6)} MB |`,
     `| daemon RSS: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.rss)}; ${fmt(first.rssBytes / 1e6)} MB, ${fmt(last.rssBytes / 1e6)} MB |`,
     `| Redis used_memory: slope over the second half; first and last sample | ${mb(r.slopesBytesPerMinute.redisUsedMemory)}; ${fmt(first.redisUsedBytes / 1e6)} MB, ${fmt(last.redisUsedBytes / 1e6)} MB |`,
-    `| control loop (reveal -> prepare): p50, p99; p99 of the first and last third | ${fmt(c.p50, 1)} ms, ${fmt(c.p99, 0)} ms; ${fmt(c.firstThirdP99, 0)} ms, ${fmt(c.lastThirdP99, 0)} ms |`,
+    `| control loop (${r.episodes ? 'the reports decided on' : 'reveal'} -> prepare): p50, p99; p99 of the first and last third | ${fmt(c.p50, 1)} ms, ${fmt(c.p99, 0)} ms; ${fmt(c.firstThirdP99, 0)} ms, ${fmt(c.lastThirdP99, 0)} ms |`,
+    ...(r.episodes
+      ? [
+          `| slow iterations before the reaction (the rules allow ${r.revealRule.revealAfter}-${r.revealRule.enterAfter}): count of stragglers | ${Object.entries(r.episodes.slowIterationsToReact as Record<string, number>).map(([k, n]) => `${k}: ${n}`).join(', ')} |`,
+          `| late reactions (more than ${r.revealRule.enterAfter} slow iterations, or an iteration, ${r.iterationMs} ms, or more after the reports decided on); stragglers with no prepare | ${r.episodes.lateReactions} of ${r.episodes.answered}; ${r.episodes.missed} |`,
+          `| start-up stragglers (begun within the ${r.revealRule.baselineWarmup}-iteration baseline warm-up, not in the percentiles) | ${r.episodes.startupEpisodes} |`,
+          `| daemon CPU time per report; largest event-loop delay (10 s scrapes) | ${fmt(r.daemonCpu.microsPerReport)} µs (${fmt(r.daemonCpu.seconds, 1)} s in all); ${fmt(r.maxEventLoopDelayMs)} ms |`,
+        ]
+      : []),
+  ].join('\n');
+}
+
+function scaleTable(r: Json): string {
+  const { burst, big, scale } = r;
+  const loop = (c: Json) => (c.answered > 0 ? `p50 ${fmt(c.p50)} ms, p99 ${fmt(c.p99)} ms, max ${fmt(c.max)} ms (${c.answered} of ${c.episodes} stragglers answered, after ${c.slowIterationsToReact.min === c.slowIterationsToReact.max ? c.slowIterationsToReact.min : `${c.slowIterationsToReact.min}-${c.slowIterationsToReact.max}`} slow iterations)` : `none of ${c.episodes} answered`);
+  const shapes = (scale.shapes as Json[]).map((s) => `${s.count} x ${s.shape}`).join(', ');
+  const yes = (ok: boolean) => (ok ? 'met' : '**not met**');
+  return [
+    '| part | measure | result |',
+    '|---|---|---|',
+    `| burst | ${burst.jobs} jobs of ${burst.shape.stages} x ${burst.shape.microbatches} register at once, ${burst.reportsPerJob} reports each: every job scheduled; every report processed | ${burst.secondsToAllSchedules === null ? `not within 180 s (${burst.scheduledAtEnd})` : `${fmt(burst.secondsToAllSchedules, 1)} s`}; ${burst.secondsToAllReportsProcessed === null ? 'not within 180 s' : `${fmt(burst.secondsToAllReportsProcessed, 1)} s`} |`,
+    `| burst | jobs taken twice; daemon CPU time; largest event-loop delay | ${burst.jobsTakenTwice}; ${fmt(burst.daemonCpuSeconds, 1)} s; ${fmt(burst.maxEventLoopDelayMs)} ms |`,
+    `| big | one ${big.shape.stages} x ${big.shape.microbatches} x dp ${big.shape.dp} job (${big.ranks} ranks, ${fmt(big.registrationBytes / 1e3)} kB registration): registration to schedule | ${big.msToSchedule === null ? 'no schedule' : `${fmt(big.msToSchedule)} ms`}${big.rejected.length > 0 ? ` (refused: ${big.rejected[0]})` : ''} |`,
+    `| big | largest event-loop delay: the daemon idle for 3 s before; registration to schedule; over ${big.iterations} iterations of ${big.ranks} reports (goal < 100 ms) | ${fmt(big.idleMaxEventLoopDelayMs)} ms; ${fmt(big.registrationMaxEventLoopDelayMs)} ms; ${fmt(big.maxEventLoopDelayMs)} ms (${yes(r.goals.bigJobLoopBlockUnder100Ms)}) |`,
+    `| scale | ${scale.seconds} s, ${scale.ranks.toLocaleString('en-US')} ranks in ${scale.jobs} jobs (${shapes}), one iteration every 2-5 s per job | ${scale.reports.toLocaleString('en-US')} reports, ${fmt(scale.reportsPerSecond)} per second; load generator CPU ${fmt(scale.loadGenerator.cpuMicrosPerReport)} µs per report, never behind its pace by more than ${fmt(scale.maxBehindPaceMs)} ms |`,
+    `| scale | control loop, 8 x 32 jobs (the reports decided on -> prepare, on Redis's clock; goal p99 < 20 ms) | ${loop(scale.controlLoopMs['8x32'])} (${yes(r.goals.controlLoop8x32P99Under20Ms)}) |`,
+    `| scale | control loop, 4 x 16 jobs | ${loop(scale.controlLoopMs['4x16'])} |`,
+    `| scale | ingest lag (entries not read or not acknowledged, all jobs): largest; slope over the second half; at the end | ${fmt(scale.maxUnprocessed)}; ${fmt(scale.unprocessedSlopePerMinute)} per minute; ${fmt(scale.finalUnprocessed)} (${yes(r.goals.noLagGrowth)}) |`,
+    `| scale | daemon heap, RSS (Deployment limit: base ${fmt(scale.memoryLimitMiB.base)} MiB, production ${fmt(scale.memoryLimitMiB.production)} MiB), Redis used_memory: largest | ${fmt(scale.maxHeapMiB)} MiB, ${fmt(scale.maxRssMiB)} MiB (${yes(r.goals.rssWithinProductionLimit)}), ${fmt(scale.maxRedisMiB)} MiB |`,
+    `| scale | daemon CPU time per report (in all); largest event-loop delay (2 s scrapes) | ${fmt(scale.daemonCpuMicrosPerReport)} µs (${fmt(scale.daemonCpuSeconds, 1)} s); ${fmt(scale.maxEventLoopDelayMs)} ms |`,
+    `| machine | cores; load average (1 / 5 / 15 min) at the end | ${r.machine.cpus}; ${(r.machine.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ')} |`,
   ].join('\n');
 }
 
@@ -360,6 +390,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'optimal-line': optimalLineTable,
   render: renderTable,
   soak: soakTable,
+  scale: scaleTable,
   detection: detectionTable,
   headline: headlineParagraph,
 };
