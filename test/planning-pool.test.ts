@@ -170,7 +170,9 @@ describe('PlanningPool (worker threads)', () => {
   });
 
   it('can fail: a decision that itself takes longer than control.planTimeoutMs on a ready worker is timed out', async () => {
-    const { pool: p, metrics } = pool({ planTimeoutMs: 50 });
+    // 500 ms: the warm-up decision (4 x 8) stays well inside it on a loaded machine; the slow one
+    // (a 60 s search budget) is far past it.
+    const { pool: p, metrics } = pool({ planTimeoutMs: 500 });
     const slow: ControlConfig = { ...search, searchEvaluations: 100000, searchBudgetMs: 60000 };
     try {
       await p.decide(straggling(4, 8), DEFAULT_CONTROL_CONFIG); // the worker is up
