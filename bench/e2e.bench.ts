@@ -19,10 +19,19 @@
  * healthy (no slow link), zb-static, falcon (re-map once, 3 iterations after the onset, static
  * ZeroBubble after: src/emulator/remap-policy.ts) and pipemorph (the daemon: re-map, then adapt).
  *
- * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others.
+ * Then issue 24's compute straggler (layer re-balancing, docs/rebalancing.md): an 8-stage job that
+ * declares its 64 layers (8 per stage), rank 3 1.5x slower in compute from iteration 20, under
+ * healthy (no slowdown), no adaptation (the initial ZeroBubble schedule), re-planning alone (the
+ * daemon with rebalance.enabled=false) and pipemorph (the daemon as shipped: it moves layers, and the
+ * emulated ranks run the published split, paying the handoff the daemon priced at the switch
+ * iteration). Each daemon variant is its own daemon, started after the one above is closed.
+ *
+ * PIPEMORPH_BENCH_ONLY=dp (or --only=dp) runs only the data-parallel rows, =pp only the others but
+ * re-balancing, =rebalance only the re-balancing rows (written into the results' rebalanceScenarios,
+ * the rest of bench/results/e2e.json kept).
  * The daemon takes PIPEMORPH__section__key overrides from the environment, to compare settings
  * (e.g. PIPEMORPH__control__planner=search).
- * Last line: one JSON document ({ scenarios, dpScenarios }), also written to bench/results/e2e.json
+ * Last line: one JSON document ({ scenarios, pacedScenarios, dpScenarios, rebalanceScenarios }), also written to bench/results/e2e.json
  * (the tables in docs/benchmarks.md are rendered from it: npm run readme:tables).
  */
 import { INestApplication } from '@nestjs/common';
@@ -35,7 +44,7 @@ import { constantDelay } from '../src/emulator/delay/constant-delay';
 import { DEFAULT_EMULATION, DELEGATING_EMULATION, EmulatedJob, IterationResult } from '../src/emulator/emulated-job';
 import { RankGroup } from '../src/emulator/rank-group';
 import { runFalconPolicy } from '../src/emulator/remap-policy';
-import { DpScenario, dpScenarioJob, dpScenarios, Scenario, scenarios } from '../src/emulator/scenarios';
+import { DpScenario, dpScenarioJob, dpScenarios, LayeredStragglerScenario, layeredStragglerJob, layeredStragglerScenario, Scenario, scenarios } from '../src/emulator/scenarios';
 import { runOraclePolicy } from '../src/emulator/oracle-policy';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 
@@ -47,15 +56,17 @@ type DpPolicy = (typeof DP_POLICIES)[number];
 /** Paper, sec. 7.3 / Fig. 19: ZeroBubble degrades up to 8.04x; Falcon's remap 3.6x faster than ZB; PipeMorph 1.96x faster than Falcon. */
 const PAPER_DP = { zbSlowdownUpTo: 8.04, falconOverZb: 3.6, pipemorphOverFalcon: 1.96 };
 const ONLY = (process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? process.env.PIPEMORPH_BENCH_ONLY ?? '').toLowerCase();
-if (!['', 'dp', 'pp'].includes(ONLY)) throw new Error(`PIPEMORPH_BENCH_ONLY / --only must be dp or pp, not ${JSON.stringify(ONLY)}`);
+if (!['', 'dp', 'pp', 'rebalance'].includes(ONLY)) throw new Error(`PIPEMORPH_BENCH_ONLY / --only must be dp, pp or rebalance, not ${JSON.stringify(ONLY)}`);
+const RESULTS = join(__dirname, '..', '..', 'bench', 'results', 'e2e.json');
 
 function mean(results: IterationResult[], skip: number): number {
   const kept = results.slice(Math.min(skip, results.length - 1));
   return kept.reduce((a, r) => a + r.iterationMs, 0) / kept.length;
 }
 
-async function startBenchDaemon(): Promise<INestApplication> {
+async function startBenchDaemon(patch: (config: ReturnType<typeof loadConfig>) => void = () => {}): Promise<INestApplication> {
   const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply, e.g. to compare settings
+  patch(config);
   config.http.port = 0;
   config.ingest.blockMs = 5;
   config.jobs.discoveryIntervalMs = 20;
@@ -65,15 +76,16 @@ async function startBenchDaemon(): Promise<INestApplication> {
   return (await startDaemon(config)).app;
 }
 
-async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number, pace?: number): Promise<{ results: IterationResult[]; group: RankGroup }> {
+async function runGroup(redis: Redis, job: EmulatedJob, name: string, deviceActivations: number[], iterations: number, pace?: number, beforeCleanup?: (group: RankGroup) => Promise<void>): Promise<{ results: IterationResult[]; group: RankGroup }> {
   const group = new RankGroup(redis, job, { lockstep: pace === undefined, pace, deviceActivations, hostActivations: 64 });
   await group.register();
-  await group.connect();
   const results: IterationResult[] = [];
   try {
+    await group.connect();
     for (let i = 0; i < iterations; i++) results.push(await group.step());
     const mixed = group.history.filter((h) => new Set(h.versions).size > 1);
     if (mixed.length > 0) throw new Error(`${name}: ${mixed.length} iterations ran mixed schedule versions`);
+    await beforeCleanup?.(group);
   } finally {
     await group.cleanup();
   }
@@ -182,15 +194,202 @@ async function runDpScenarios(redis: Redis): Promise<DpRow[]> {
   return rows;
 }
 
+const REBALANCE_POLICIES = ['healthy', 'no-adaptation', 'replan-only', 'pipemorph'] as const;
+type RebalancePolicy = (typeof REBALANCE_POLICIES)[number];
+/** Iterations at the start left out of "before" (the daemon's first plan settles), and the steady window "after" ends the run with. */
+const REBALANCE_WARMUP = 5;
+const REBALANCE_AFTER = 30;
+
+/** One entry of a job's decision log (GET /jobs/:id/decisions). */
+interface RebalanceDecision {
+  iteration: number;
+  kind: string;
+  verdict: string;
+  reason: string;
+}
+
+interface RebalancePolicyRow {
+  /** Mean iteration ms before the slowdown (iterations 5 .. slowFrom - 1). */
+  beforeMs: number;
+  /** Mean over the onset to pipemorph's last switch (inclusive; the same iterations for every policy): detection, the handshake, the move. */
+  duringMs: number;
+  /** Mean over the last REBALANCE_AFTER iterations (after every switch). */
+  afterMs: number;
+  /** Mean from the onset to the end. */
+  fromOnsetMs: number;
+  /** Iterations at which the agreed schedule version changed, with their times and handoff. */
+  switches: Array<{ iteration: number; version: number; kind: string; iterationMs: number; handoffMs: number; perStage: number[] | null }>;
+  /** Layers per stage at the end (the registered split unless re-balanced). */
+  perStage: number[];
+  /** afterMs over the healthy job scaled to the remaining compute. */
+  overScaled: number;
+  /** The daemon's decision log (daemon policies; empty otherwise). */
+  decisions: RebalanceDecision[];
+}
+
+interface RebalanceRow {
+  name: string;
+  stages: number;
+  layers: number;
+  microbatches: number;
+  slowRank: number;
+  slowFactor: number;
+  slowFrom: number;
+  iterations: number;
+  handoffGBps: number;
+  /** Healthy mean x S / (S - 1 + 1 / factor): the healthy job with the slow rank's lost compute taken out. */
+  healthyScaledMs: number;
+  policies: Record<RebalancePolicy, RebalancePolicyRow>;
+  /** pipemorph's afterMs over re-planning alone's. */
+  pipemorphOverReplan: number;
+  /** The "during" window: the onset to pipemorph's last switch, inclusive. */
+  duringFrom: number;
+  duringTo: number;
+}
+
+/** A daemon (its config patched), one job's ranks in lockstep against it, the daemon closed. */
+async function runLayeredWithDaemon(
+  redis: Redis,
+  scenario: LayeredStragglerScenario,
+  tag: string,
+  handoffGBps: number,
+  patch: (config: ReturnType<typeof loadConfig>) => void,
+): Promise<{ results: IterationResult[]; group: RankGroup; decisions: RebalanceDecision[] }> {
+  const app = await startBenchDaemon(patch);
+  try {
+    const job = layeredStragglerJob(scenario, `bench-e2e-rb-${tag}-${Date.now().toString(36)}`, false, DEFAULT_EMULATION, handoffGBps);
+    let decisions: RebalanceDecision[] = [];
+    // The job's decision log (GET /jobs/:id/decisions), read before its keys are cleaned up.
+    const readDecisions = async () => {
+      const response = await fetch(`${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/jobs/${encodeURIComponent(job.jobId)}/decisions`);
+      if (!response.ok) throw new Error(`GET /jobs/${job.jobId}/decisions: ${response.status}`);
+      const body = (await response.json()) as { decisions: Array<{ iteration: number; kind: string; verdict: string; reason: string }> };
+      decisions = body.decisions.map((d) => ({ iteration: d.iteration, kind: d.kind, verdict: d.verdict, reason: d.reason }));
+    };
+    const run = await runGroup(redis, job, `${scenario.name} / ${tag}`, scenario.deviceActivations, scenario.iterations, undefined, readDecisions);
+    return { ...run, decisions };
+  } finally {
+    await app.close();
+  }
+}
+
+interface RebalanceRun {
+  results: IterationResult[];
+  versions: number[];
+  schedules: Map<number, { kind: string; perStage: number[] | null }>;
+  perStage: number[];
+  decisions: RebalanceDecision[];
+}
+
+/** Where the agreed schedule version changed, with what the new one carried and that iteration's time and handoff. */
+function switchesOf(run: RebalanceRun): RebalancePolicyRow['switches'] {
+  const switches: RebalancePolicyRow['switches'] = [];
+  for (let i = 1; i < run.results.length; i++) {
+    if (run.versions[i] === run.versions[i - 1]) continue;
+    const s = run.schedules.get(run.versions[i]);
+    switches.push({ iteration: i, version: run.versions[i], kind: s?.kind ?? '?', iterationMs: round(run.results[i].iterationMs), handoffMs: round(run.results[i].handoffMs), perStage: s?.perStage ?? null });
+  }
+  return switches;
+}
+
+function rebalancePolicyRow(scenario: LayeredStragglerScenario, run: RebalanceRun, during: [number, number], healthyScaledMs: number): RebalancePolicyRow {
+  const results = run.results;
+  const avg = (from: number, to: number) => {
+    const kept = results.slice(from, to);
+    return kept.reduce((a, r) => a + r.iterationMs, 0) / kept.length;
+  };
+  const switches = switchesOf(run);
+  const n = results.length;
+  const last = switches.length > 0 ? switches[switches.length - 1].iteration : 0;
+  if (last >= n - REBALANCE_AFTER) throw new Error(`${scenario.name}: a switch at iteration ${last} falls into the last ${REBALANCE_AFTER} iterations: run longer`);
+  const afterMs = avg(n - REBALANCE_AFTER, n);
+  return {
+    beforeMs: round(avg(REBALANCE_WARMUP, scenario.slowFrom)),
+    duringMs: round(avg(during[0], during[1] + 1)),
+    afterMs: round(afterMs),
+    fromOnsetMs: round(avg(scenario.slowFrom, n)),
+    switches,
+    perStage: run.perStage,
+    overScaled: Math.round((afterMs / healthyScaledMs) * 1000) / 1000,
+    decisions: run.decisions,
+  };
+}
+
+/**
+ * Issue 24, item 4: the layered compute straggler under the four policies. The daemon variants are
+ * each their own daemon (the shipped config; rebalance.enabled=false), started and closed here.
+ */
+async function runRebalanceScenarios(redis: Redis): Promise<RebalanceRow[]> {
+  const scenario = layeredStragglerScenario();
+  const S = scenario.profile.stages;
+  // The ranks' handoff runs at the bandwidth the daemon prices it with (the shipped 10 GB/s unless overridden).
+  const handoffGBps = loadConfig({ ...process.env, REDIS_URL }).rebalance.handoffGBps;
+  const memory = { deviceActivations: scenario.deviceActivations };
+  const rows: RebalanceRow[] = [];
+  const results = {} as Record<RebalancePolicy, RebalanceRun>;
+  for (const policy of REBALANCE_POLICIES) {
+    const t0 = performance.now();
+    if (policy === 'healthy' || policy === 'no-adaptation') {
+      const job = layeredStragglerJob(scenario, policy, policy === 'healthy', DEFAULT_EMULATION, handoffGBps);
+      const run = runStaticPolicy(job, 'zb-static', scenario.iterations, memory);
+      results[policy] = { results: run, versions: run.map(() => 0), schedules: new Map(), perStage: job.perStage, decisions: [] };
+    } else {
+      const { results: run, group, decisions } = await runLayeredWithDaemon(redis, scenario, policy, handoffGBps, (c) => {
+        if (policy === 'replan-only') c.rebalance.enabled = false;
+      });
+      const schedules = new Map(group.learned().map((s) => [s.version, { kind: s.reason.kind, perStage: s.layers?.perStage ?? null }]));
+      results[policy] = { results: run, versions: group.history.map((h) => h.versions[0]), schedules, perStage: group.job.perStage, decisions };
+    }
+    console.error(`${scenario.name} / ${policy}: ${((performance.now() - t0) / 1000).toFixed(1)} s wall`);
+  }
+  const healthyAfter = results.healthy.results.slice(-REBALANCE_AFTER).reduce((a, r) => a + r.iterationMs, 0) / REBALANCE_AFTER;
+  const healthyScaledMs = (healthyAfter * S) / (S - 1 + 1 / scenario.slowFactor);
+  const moved = switchesOf(results.pipemorph).filter((s) => s.iteration >= scenario.slowFrom);
+  const during: [number, number] = [scenario.slowFrom, moved.length > 0 ? moved[moved.length - 1].iteration : scenario.slowFrom];
+  const policies = Object.fromEntries(REBALANCE_POLICIES.map((p) => [p, rebalancePolicyRow(scenario, results[p], during, healthyScaledMs)])) as Record<RebalancePolicy, RebalancePolicyRow>;
+  rows.push({
+    name: scenario.name,
+    stages: S,
+    layers: scenario.layers.fMs.length,
+    microbatches: scenario.profile.microbatches,
+    slowRank: scenario.slowRank,
+    slowFactor: scenario.slowFactor,
+    slowFrom: scenario.slowFrom,
+    iterations: scenario.iterations,
+    handoffGBps,
+    healthyScaledMs: round(healthyScaledMs),
+    policies,
+    pipemorphOverReplan: Math.round((policies.pipemorph.afterMs / policies['replan-only'].afterMs) * 1000) / 1000,
+    duringFrom: during[0],
+    duringTo: during[1],
+  });
+  return rows;
+}
+
+function printRebalanceTable(rows: RebalanceRow[]): void {
+  for (const r of rows) {
+    console.log(`\n${r.name}, from iteration ${r.slowFrom} (${r.iterations} iterations); healthy scaled to the remaining compute ${r.healthyScaledMs} ms`);
+    console.log(`${'policy'.padEnd(16)} ${'before'.padStart(8)} ${`during ${r.duringFrom}-${r.duringTo}`.padStart(14)} ${'after'.padStart(8)} ${'/ scaled'.padStart(9)}  switches`);
+    for (const p of REBALANCE_POLICIES) {
+      const x = r.policies[p];
+      const sw = x.switches.map((s) => `v${s.version} ${s.kind}@${s.iteration} ${s.iterationMs} ms${s.handoffMs > 0 ? ` (handoff ${s.handoffMs})` : ''}${s.perStage ? ` [${s.perStage}]` : ''}`).join('; ');
+      console.log(`${p.padEnd(16)} ${x.beforeMs.toFixed(1).padStart(8)} ${x.duringMs.toFixed(1).padStart(14)} ${x.afterMs.toFixed(1).padStart(8)} ${x.overScaled.toFixed(3).padStart(9)}  ${sw || '-'}`);
+    }
+    console.log(`pipemorph / re-planning alone after: ${r.pipemorphOverReplan}`);
+    for (const p of ['replan-only', 'pipemorph'] as const) for (const d of r.policies[p].decisions) console.log(`  ${p} decision @${d.iteration} ${d.kind} ${d.verdict}: ${d.reason}`);
+  }
+}
+
 async function main(): Promise<void> {
   const redis = new Redis(REDIS_URL);
-  const app = await startBenchDaemon();
+  let app = ONLY === 'rebalance' ? null : await startBenchDaemon();
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
   const rows = [];
   let dpRows: DpRow[] = [];
   let pacedRows: PacedRow[] = [];
+  let rebalanceRows: RebalanceRow[] = [];
   try {
-    for (const [index, scenario] of (ONLY === 'dp' ? [] : scenarios(trace)).entries()) {
+    for (const [index, scenario] of (ONLY === '' || ONLY === 'pp' ? scenarios(trace) : []).entries()) {
       const healthyJob = new EmulatedJob('healthy', scenario.profile, 1, constantDelay({}), DEFAULT_EMULATION);
       const memory = { deviceActivations: scenario.deviceActivations };
       const healthyMs = mean(runStaticPolicy(healthyJob, 'zb-static', 30, memory), 5);
@@ -214,20 +413,29 @@ async function main(): Promise<void> {
       const speedup = Object.fromEntries(POLICIES.filter((x) => x !== 'pipemorph').map((x) => [x, round(policies[x]!.meanIterationMs / p)]));
       rows.push({ name: scenario.name, iterations: scenario.iterations, skip: scenario.skip, healthyMs: round(healthyMs), policies, speedupOfPipemorph: speedup, pipemorphOverOracle: round(p / policies.oracle!.meanIterationMs) });
     }
-    if (ONLY !== 'dp') pacedRows = await runPacedScenarios(redis, scenarios(trace));
-    if (ONLY !== 'pp') dpRows = await runDpScenarios(redis);
+    if (ONLY === '' || ONLY === 'pp') pacedRows = await runPacedScenarios(redis, scenarios(trace));
+    if (ONLY === '' || ONLY === 'dp') dpRows = await runDpScenarios(redis);
+    // Its daemons are its own: the one above is closed first.
+    await app?.close();
+    app = null;
+    if (ONLY === '' || ONLY === 'rebalance') rebalanceRows = await runRebalanceScenarios(redis);
   } finally {
-    await app.close();
+    await app?.close();
     await redis.quit();
   }
   if (rows.length > 0) printTable(rows);
   if (dpRows.length > 0) printDpTable(dpRows);
+  if (rebalanceRows.length > 0) printRebalanceTable(rebalanceRows);
   for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
-  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP });
-  // A partial run (--only) leaves the committed results, which docs/benchmarks.md's tables come from, alone.
+  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP, rebalanceScenarios: rebalanceRows });
+  // A partial run (--only) leaves the committed results, which docs/benchmarks.md's tables come from, alone;
+  // but --only=rebalance replaces their rebalanceScenarios (the rest as committed).
   if (ONLY === '') {
     mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
-    writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'e2e.json'), `${json}\n`);
+    writeFileSync(RESULTS, `${json}\n`);
+  } else if (ONLY === 'rebalance') {
+    const committed = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
+    writeFileSync(RESULTS, `${JSON.stringify({ ...committed, rebalanceScenarios: rebalanceRows })}\n`);
   }
   console.log(json);
 }

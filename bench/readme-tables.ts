@@ -123,6 +123,33 @@ function e2eDpTable(r: Json): string {
   return lines.join('\n');
 }
 
+function e2eRebalanceTable(r: Json): string {
+  const names: Record<string, string> = { healthy: 'healthy', 'no-adaptation': 'no adaptation (initial plan)', 'replan-only': 'pipemorph, re-planning alone (`rebalance.enabled=false`)', pipemorph: 'pipemorph (shipped config: re-balancing)' };
+  const out: string[] = [];
+  for (const s of (r.rebalanceScenarios ?? []) as Json[]) {
+    if (out.length > 0) out.push('');
+    out.push(
+      `| ${s.name}, from iteration ${s.slowFrom} | before (5-${s.slowFrom - 1}) | onset to move (${s.duringFrom}-${s.duringTo}) | switch iteration | after (last 30 of ${s.iterations}) | after / healthy scaled | split after |`,
+      '|---|---|---|---|---|---|---|',
+    );
+    for (const [key, name] of Object.entries(names)) {
+      const p = s.policies[key];
+      const sw = (p.switches as Json[]).map((x) => `${x.iteration}: ${fmt(x.iterationMs, 1)} ms${x.handoffMs > 0 ? ` (${fmt(x.handoffMs, 1)} ms handoff)` : ''}`).join(', ') || '-';
+      out.push(`| ${name} | ${fmt(p.beforeMs, 1)} | ${fmt(p.duringMs, 1)} | ${sw} | ${fmt(p.afterMs, 1)} | ${fmt(p.overScaled, 3)}x | ${(p.perStage as number[]).join(',')} |`);
+    }
+    const taken = (s.policies.pipemorph.decisions as Json[]).find((d) => d.kind === 'rebalance' && d.verdict === 'taken');
+    const declined = (s.policies['replan-only'].decisions as Json[]).find((d) => d.kind === 'rebalance');
+    out.push(
+      '',
+      `Healthy scaled to the remaining compute: ${fmt(s.healthyScaledMs, 1)} ms (healthy x ${s.stages} / (${s.stages - 1} + 1/${s.slowFactor})); handoff at ${s.handoffGBps} GB/s. ` +
+        `pipemorph after / re-planning alone after: ${fmt(s.pipemorphOverReplan, 3)}x. ` +
+        (taken ? `The daemon decided at iteration ${taken.iteration} (${taken.reason})` : 'The daemon took no re-balance') +
+        (declined ? `; with \`rebalance.enabled=false\` it logged the same at iteration ${declined.iteration} as ${declined.verdict}.` : '.'),
+    );
+  }
+  return out.join('\n');
+}
+
 function engineSpeedTable(r: Json): string {
   const lines = ['| S | N | generate (ms) | simulate (ms) |', '|---|---|---|---|'];
   for (const [S, N] of [[8, 32], [16, 128], [64, 512]]) {
@@ -380,6 +407,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   e2e: e2eTable,
   'e2e-dp': e2eDpTable,
   'e2e-paced': e2ePacedTable,
+  'e2e-rebalance': e2eRebalanceTable,
   'engine-speed': engineSpeedTable,
   'engine-quality': engineQualityTable,
   'engine-optimum': engineOptimumTable,
@@ -404,6 +432,7 @@ const FILES: Record<string, string | string[]> = {
   'real-remap': 'real',
   'e2e-dp': 'e2e',
   'e2e-paced': 'e2e',
+  'e2e-rebalance': 'e2e',
   'engine-speed': 'engine',
   'engine-quality': 'engine',
   'engine-optimum': 'engine',

@@ -8,7 +8,7 @@ import { iterationWithAllReduceMs, ringAllReduceMs, ringMessages, validateAllRed
 import { stageFinishTimes } from '../core/topology/stage-finish';
 import { AllReduceModel, Placement } from '../core/topology/topology.type';
 import { InputError } from '../core/input-error';
-import { DataParallelSpec, DelegationToggle, LinkSample, RankReport, TopologyAssignment } from '../protocol/protocol-v1.type';
+import { DataParallelSpec, DelegationToggle, LinkSample, PublishedSchedule, RankReport, Registration, TopologyAssignment } from '../protocol/protocol-v1.type';
 import { DelayModel } from './delay/delay-model.type';
 import { Fabric } from './fabric/fabric.type';
 
@@ -66,9 +66,45 @@ export interface ClusterOptions {
    * communicator rebuild). A switch that only reorders rings costs nothing.
    */
   migrationMs?: number;
+  /** The job's layers, when its ranks move them (re-balancing); absent: stage op times are the profile's, as before. */
+  layers?: LayeredOptions;
+  /** Ranks whose compute is slower for a while (compute stragglers); absent: every rank computes at its profiled speed. */
+  computeSlowdowns?: ComputeSlowdown[];
 }
 
 export const DEFAULT_MIGRATION_MS = 3000;
+
+/** The layers a job registers (docs/protocol.md sec. 3.1): per layer F, B, W ms, state and activation bytes; `perStage` the registered split. */
+export type DeclaredLayers = NonNullable<Registration['layers']>;
+/** A schedule's split of the layers (docs/protocol.md sec. 3.5, 5.7). */
+export type ScheduleLayers = NonNullable<PublishedSchedule['layers']>;
+
+/** The handoff bandwidth of moved layers' state when none is given, GB/s: the shipped `rebalance.handoffGBps`. */
+export const DEFAULT_HANDOFF_GBPS = 10;
+
+/**
+ * A job whose ranks can move layers (docs/rebalancing.md): its op times per stage are the sums of
+ * its layers' declared times under the split in force, and a schedule carrying a new `layers` split
+ * moves them at its effective iteration.
+ */
+export interface LayeredOptions {
+  /** The registration's `layers`; the profile's fMs, bMs, wMs must be its `perStage` split's sums. */
+  declared: DeclaredLayers;
+  /**
+   * How fast the moved layers' state reaches its new stage, GB/s (default DEFAULT_HANDOFF_GBPS).
+   * The move is modelled as the daemon prices it: every moved layer's `stateBytes`, one after
+   * another at this bandwidth, paid before the switch iteration's ops (every rank waits for it).
+   */
+  handoffGBps?: number;
+}
+
+/** A rank whose device computes `factor` times slower (every op it runs takes `factor` x its time) from `fromIteration` up to, not including, `untilIteration`. */
+export interface ComputeSlowdown {
+  rank: number;
+  factor: number;
+  fromIteration: number;
+  untilIteration?: number;
+}
 
 /** What one replica runs: its op lists and which of its ranks delegate. */
 export interface ReplicaPlan {
@@ -89,6 +125,10 @@ export interface IterationResult {
   migrationMs: number;
   /** Topology version in force (0: the registration layout). */
   topologyVersion: number;
+  /** Moving layers to a new split (a re-balance) paid at the start of this iteration, ms (0 when nothing moved). */
+  handoffMs: number;
+  /** Split version in force (0: the registered split, or a job without layers). */
+  layersVersion: number;
   /**
    * Per rank (index = rank), ms after startMs at which it reached its iteration boundary: its last
    * op done (after a migration); with the all-reduce modelled, the iteration's end (its ring waits
@@ -117,6 +157,11 @@ function median(values: number[]): number {
  * every stage all-reduces its gradients over a ring of its replicas (order `rings[pp]`) once all
  * of them finished their last op, and the iteration ends with the last ring (core
  * iterationWithAllReduceMs); a ring is paced by its slowest link.
+ *
+ * With `layers` (docs/rebalancing.md), a stage's op times are the sums of its layers' declared
+ * times under the split in force; a schedule's new split (applyLayers) changes them from its
+ * iteration on, which pays the moved layers' handoff first. A rank with a compute slowdown runs
+ * every op that many times slower, whatever stage it holds.
  */
 export class EmulatedJob {
   readonly stages: number;
@@ -135,6 +180,16 @@ export class EmulatedJob {
   private pendingMigrationMs = 0;
   /** Pipeline links (dp * (stages - 1) + link) whose ranks already timed out once and moved to the host path. */
   private readonly failedOver = new Set<number>();
+  /** The declared layers (null: stage times are the profile's) and the split in force. */
+  readonly layers: DeclaredLayers | null;
+  readonly handoffGBps: number;
+  private split: number[];
+  private splitVersion = 0;
+  /** Per stage, F, B and W of one microbatch on a healthy device under the split in force, ms. */
+  private stageMs: number[][];
+  /** Layer handoff the next iteration pays (a new split took effect). */
+  private pendingHandoffMs = 0;
+  private readonly slowdowns: ComputeSlowdown[];
 
   constructor(
     readonly jobId: string,
@@ -153,6 +208,16 @@ export class EmulatedJob {
     this.fabric = cluster.fabric;
     this.migrationMs = cluster.migrationMs ?? DEFAULT_MIGRATION_MS;
     if (!Number.isFinite(this.migrationMs) || this.migrationMs < 0) throw new InputError(`emulated job: migrationMs ${cluster.migrationMs} is not a finite number >= 0`);
+    this.slowdowns = (cluster.computeSlowdowns ?? []).map((c) => ({ ...c }));
+    for (const c of this.slowdowns) {
+      if (!Number.isInteger(c.rank) || c.rank < 0 || c.rank >= n) throw new InputError(`emulated job: compute slowdown of rank ${c.rank}, not a rank of this job (0..${n - 1})`);
+      if (!(c.factor > 0) || !Number.isFinite(c.factor)) throw new InputError(`emulated job: compute slowdown factor ${c.factor} of rank ${c.rank} is not a finite number > 0`);
+    }
+    this.handoffGBps = cluster.layers?.handoffGBps ?? DEFAULT_HANDOFF_GBPS;
+    if (!(this.handoffGBps > 0) || !Number.isFinite(this.handoffGBps)) throw new InputError(`emulated job: handoffGBps ${cluster.layers?.handoffGBps} is not a finite number > 0`);
+    this.layers = cluster.layers ? checkedLayers(cluster.layers.declared, profile) : null;
+    this.split = this.layers ? this.layers.perStage.slice() : [];
+    this.stageMs = this.layers ? stageTimes(this.layers, this.split) : Array.from({ length: this.stages }, (_, i) => [profile.fMs[i], profile.bMs[i], profile.wMs[i]]);
     this.allReduce = null;
     if (cluster.allReduce) {
       const c = cluster.allReduce;
@@ -188,6 +253,46 @@ export class EmulatedJob {
   /** Topology version in force (0: the registration layout). */
   get topologyVersion(): number {
     return this.topology;
+  }
+
+  /** Split version in force (0: the registered split, or a job without layers). */
+  get layersVersion(): number {
+    return this.splitVersion;
+  }
+
+  /** Layers per stage in force (empty for a job without layers). */
+  get perStage(): number[] {
+    return this.split.slice();
+  }
+
+  /** The compute slowdown of `rank` at `iteration` (1: healthy; overlapping slowdowns multiply). */
+  computeFactor(rank: number, iteration: number): number {
+    let f = 1;
+    for (const c of this.slowdowns) if (c.rank === rank && iteration >= c.fromIteration && (c.untilIteration === undefined || iteration < c.untilIteration)) f *= c.factor;
+    return f;
+  }
+
+  /**
+   * Switches to the split `l` from the next iteration on (docs/protocol.md sec. 5.7), when its
+   * version differs from the one in force: each stage's op times become its new layers' sums, and
+   * the next iteration pays the handoff of every layer whose stage changes (worked out from the
+   * split in force, as a rank does, not read from `moves`), priced as the daemon prices it. A job
+   * without layers ignores it (a runtime without support keeps its layers). Throws on a split that
+   * does not share out the declared layers, without changing anything.
+   */
+  applyLayers(l: ScheduleLayers): void {
+    const declared = this.layers;
+    if (!declared || l.version === this.splitVersion) return;
+    const what = `layers version ${l.version}`;
+    if (!Number.isInteger(l.version) || l.version < 1) throw new InputError(`layers: version ${l.version} is not an integer >= 1`);
+    if (!Array.isArray(l.perStage) || l.perStage.length !== this.stages) throw new InputError(`${what}: perStage needs one entry per stage (${this.stages})`);
+    if (l.perStage.some((n) => !Number.isInteger(n) || n < 1)) throw new InputError(`${what}: perStage ${JSON.stringify(l.perStage)} must hold at least one layer per stage`);
+    const total = l.perStage.reduce((a, b) => a + b, 0);
+    if (total !== declared.fMs.length) throw new InputError(`${what}: perStage shares out ${total} layers, the job declared ${declared.fMs.length}`);
+    this.pendingHandoffMs += movedBytes(this.split, l.perStage, declared.stateBytes) / (this.handoffGBps * 1e6);
+    this.split = l.perStage.slice();
+    this.splitVersion = l.version;
+    this.stageMs = stageTimes(declared, this.split);
   }
 
   /** The current placement in the core's terms (copies). */
@@ -268,10 +373,13 @@ export class EmulatedJob {
   /** Runs iteration `iteration` with `plans[dp]` for each replica and advances the virtual clock. */
   runIteration(iteration: number, plans: ReplicaPlan[], versions: number[]): IterationResult {
     const startMs = this.clockMs;
+    const handoffMs = this.pendingHandoffMs;
+    this.pendingHandoffMs = 0;
+    // The moved ranks load their state, and the moved layers reach their new stages, before anything runs.
     const migrationMs = this.pendingMigrationMs;
     this.pendingMigrationMs = 0;
-    // The moved ranks load their state before anything runs.
-    const runStartMs = startMs + migrationMs;
+    const pausedMs = migrationMs + handoffMs;
+    const runStartMs = startMs + pausedMs;
     const replicas = [];
     for (let dp = 0; dp < this.dp; dp++) replicas.push(this.runReplica(dp, iteration, runStartMs, plans[dp]));
     const replicaMs = replicas.map((r) => r.run.iterationMs);
@@ -283,22 +391,22 @@ export class EmulatedJob {
       for (let pp = 0; pp < this.stages; pp++) allReduceMs.push(ringAllReduceMs(model, pp, this.dp, ringExtra[pp]));
       iterationMs = Math.max(iterationMs, iterationWithAllReduceMs(model, replicas.map((r) => stageFinishTimes(r.run)), ringExtra));
     }
-    iterationMs += migrationMs;
+    iterationMs += pausedMs;
     const rankDoneMs = new Array<number>(this.dp * this.stages).fill(iterationMs);
     if (!model) {
       for (let dp = 0; dp < this.dp; dp++) {
         const finish = stageFinishTimes(replicas[dp].run);
-        for (let pp = 0; pp < this.stages; pp++) rankDoneMs[this.rankOf(dp, pp)] = migrationMs + finish[pp];
+        for (let pp = 0; pp < this.stages; pp++) rankDoneMs[this.rankOf(dp, pp)] = pausedMs + finish[pp];
       }
     }
     const reports: RankReport[] = [];
     for (let dp = 0; dp < this.dp; dp++) {
-      const { run, opMs } = replicas[dp];
-      for (let pp = 0; pp < this.stages; pp++) reports.push(this.report(dp, pp, iteration, versions[this.rankOf(dp, pp)], run, opMs, plans[dp]));
+      const { run, opMs, jitter } = replicas[dp];
+      for (let pp = 0; pp < this.stages; pp++) reports.push(this.report(dp, pp, iteration, versions[this.rankOf(dp, pp)], run, opMs, jitter, plans[dp]));
     }
     for (const r of reports) r.iterationMs = iterationMs;
     this.clockMs += iterationMs;
-    return { iteration, startMs, iterationMs, replicaMs, allReduceMs, migrationMs, topologyVersion: this.topology, rankDoneMs, reports };
+    return { iteration, startMs, iterationMs, replicaMs, allReduceMs, migrationMs, topologyVersion: this.topology, handoffMs, layersVersion: this.splitVersion, rankDoneMs, reports };
   }
 
   private delegated(plan: ReplicaPlan, dp: number, link: number): number {
@@ -318,11 +426,15 @@ export class EmulatedJob {
     return failed.map((f) => f && this.options.nicFailover === true);
   }
 
-  private runReplica(dp: number, iteration: number, startMs: number, plan: ReplicaPlan): { run: EngineRun; opMs: number[][] } {
+  private runReplica(dp: number, iteration: number, startMs: number, plan: ReplicaPlan): { run: EngineRun; opMs: number[][]; jitter: number[] } {
     const S = this.stages;
+    const jitter: number[] = [];
     const opMs = Array.from({ length: S }, (_, i) => {
       const j = this.jitterFactor();
-      return [this.profile.fMs[i] * j, this.profile.bMs[i] * j, this.profile.wMs[i] * j];
+      jitter.push(j);
+      const k = j * this.computeFactor(this.rankOf(dp, i), iteration);
+      const [f, b, w] = this.stageMs[i];
+      return [f * k, b * k, w * k];
     });
     const base = toPipelineModel({ ...this.profile, fMs: opMs.map((o) => o[0]), bMs: opMs.map((o) => o[1]), wMs: opMs.map((o) => o[2]) });
     const delegateQueues = Int32Array.from({ length: S - 1 }, (_, l) => this.delegated(plan, dp, l));
@@ -355,11 +467,11 @@ export class EmulatedJob {
         },
       },
     };
-    return { run: simulateSchedule(model, plan.schedule), opMs };
+    return { run: simulateSchedule(model, plan.schedule), opMs, jitter };
   }
 
   /** The report rank (dp, pp) sends: its op times and, per link it sent on, the time one send took once started. */
-  private report(dp: number, pp: number, iteration: number, version: number, run: EngineRun, opMs: number[][], plan: ReplicaPlan): RankReport {
+  private report(dp: number, pp: number, iteration: number, version: number, run: EngineRun, opMs: number[][], jitter: number[], plan: ReplicaPlan): RankReport {
     const links: LinkSample[] = [];
     const m = run.messages;
     for (const [direction, link, peerPp] of [[0, pp, pp + 1], [1, pp - 1, pp - 1]] as const) {
@@ -381,7 +493,7 @@ export class EmulatedJob {
         error: failed ? 'nic-failure' : null,
       });
     }
-    const dpLink = this.dataParallelSample(dp, pp, iteration, opMs);
+    const dpLink = this.dataParallelSample(dp, pp, iteration, jitter[pp]);
     if (dpLink) links.push(dpLink);
     const toggle = plan.delegation.get(this.rankOf(dp, pp));
     return {
@@ -401,9 +513,9 @@ export class EmulatedJob {
    * Rank (dp, pp)'s outgoing data-parallel ring link: to the rank of its ring successor in its
    * stage, the time one chunk takes from send to arrival (latency + extra delay + transfer; several
    * are in flight, so the ring's pace is the core's chunkMs), scaled by the rank's op-time jitter
-   * of this iteration (no extra random draws).
+   * of this iteration (no extra random draws; not by a compute slowdown).
    */
-  private dataParallelSample(dp: number, pp: number, iteration: number, opMs: number[][]): LinkSample | null {
+  private dataParallelSample(dp: number, pp: number, iteration: number, jitter: number): LinkSample | null {
     const model = this.allReduce;
     if (!model) return null;
     const count = ringMessages(model, pp, this.dp);
@@ -411,8 +523,51 @@ export class EmulatedJob {
     const from = this.rankOf(dp, pp);
     const peer = this.rankOf(this.ringSuccessor(dp, pp), pp);
     const extra = this.fabric ? this.fabric.pairExtraMs(from, peer, iteration) : 0;
-    const jitter = this.profile.fMs[pp] > 0 ? opMs[pp][0] / this.profile.fMs[pp] : 1;
     const medianMs = (model.latencyMs + extra + model.chunkBytes / (model.gbps * 1e6)) * jitter;
     return { peer, kind: 'data-parallel', bytes: model.chunkBytes, medianMs, maxMs: medianMs * (1 + 2 * this.options.jitter), count, delegated: false, error: null };
   }
+}
+
+/** Per stage, F, B and W of one microbatch under `split`: the sums of its layers' declared times. */
+function stageTimes(layers: DeclaredLayers, split: readonly number[]): number[][] {
+  const out: number[][] = [];
+  for (let s = 0, first = 0; s < split.length; first += split[s], s++) {
+    const t = [0, 0, 0];
+    for (let l = first; l < first + split[s]; l++) {
+      t[0] += layers.fMs[l];
+      t[1] += layers.bMs[l];
+      t[2] += layers.wMs[l];
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+/** State bytes of every layer whose stage differs between split `from` and split `to`. */
+export function movedBytes(from: readonly number[], to: readonly number[], stateBytes: readonly number[]): number {
+  const stageOf = (split: readonly number[]) => split.flatMap((n, s) => new Array<number>(n).fill(s));
+  const a = stageOf(from);
+  const b = stageOf(to);
+  let bytes = 0;
+  for (let l = 0; l < a.length; l++) if (a[l] !== b[l]) bytes += stateBytes[l];
+  return bytes;
+}
+
+/** The declared layers, checked against the profile: one split entry per stage, and the profile's stage times its sums (the registration says both). */
+function checkedLayers(declared: DeclaredLayers, profile: PipelineProfile): DeclaredLayers {
+  const L = declared.fMs.length;
+  for (const name of ['bMs', 'wMs', 'stateBytes', 'activationBytes'] as const) {
+    if (declared[name].length !== L) throw new InputError(`emulated job: layers.${name} has ${declared[name].length} entries, layers.fMs has ${L}`);
+  }
+  if (declared.perStage.length !== profile.stages) throw new InputError(`emulated job: layers.perStage has ${declared.perStage.length} entries, the job has ${profile.stages} stages`);
+  if (declared.perStage.reduce((a, b) => a + b, 0) !== L) throw new InputError(`emulated job: layers.perStage does not share out the ${L} layers`);
+  if (profile.memory) throw new InputError('emulated job: layers with a profile memory model are not modelled (activation memory would change with the split)');
+  const sums = stageTimes(declared, declared.perStage);
+  const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+  sums.forEach(([f, b, w], s) => {
+    if (!close(f, profile.fMs[s]) || !close(b, profile.bMs[s]) || !close(w, profile.wMs[s])) {
+      throw new InputError(`emulated job: stage ${s}'s profile times ${profile.fMs[s]} / ${profile.bMs[s]} / ${profile.wMs[s]} ms are not its layers' sums ${f} / ${b} / ${w} ms`);
+    }
+  });
+  return { ...declared, fMs: declared.fMs.slice(), bMs: declared.bMs.slice(), wMs: declared.wMs.slice(), stateBytes: declared.stateBytes.slice(), activationBytes: declared.activationBytes.slice(), perStage: declared.perStage.slice() };
 }

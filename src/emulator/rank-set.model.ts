@@ -12,6 +12,8 @@ export interface RankIteration {
   local: number[];
   iterationMs: number;
   topologyVersion: number;
+  /** Split version of the layers in force (0: the registered split). */
+  layersVersion: number;
 }
 
 /**
@@ -62,6 +64,7 @@ export class RankSet {
       // The fabric's nominal latency: a link slow from the first iteration is still seen as slow.
       network: { latencyMs: Math.min(...profile.linkMs, Number.POSITIVE_INFINITY) === Number.POSITIVE_INFINITY ? 0 : Math.min(...profile.linkMs), nominalGBps: 1000 },
       ...(dataParallel ? { dataParallel } : {}),
+      ...(this.job.layers ? { layers: this.job.layers } : {}),
     };
   }
 
@@ -101,13 +104,15 @@ export class RankSet {
     // A schedule without topology keeps the layout in force (the daemon sends one on every
     // schedule once the job has been re-mapped).
     if (schedule.topology && schedule.topology.version !== this.job.topologyVersion) this.job.applyTopology(schedule.topology);
+    // Likewise the split of the layers (sec. 5.7): moved at this boundary, after a re-map of the same schedule.
+    if (schedule.layers && schedule.layers.version !== this.job.layersVersion) this.job.applyLayers(schedule.layers);
     let plans = this.plans.get(schedule.version);
     if (!plans) {
       plans = replicaPlans(schedule, this.job.dp, this.job.stages, this.job.profile.microbatches);
       this.plans.set(schedule.version, plans);
     }
     const result = this.job.runIteration(i, plans, versions);
-    this.history.push({ iteration: i, versions, local, iterationMs: result.iterationMs, topologyVersion: result.topologyVersion });
+    this.history.push({ iteration: i, versions, local, iterationMs: result.iterationMs, topologyVersion: result.topologyVersion, layersVersion: result.layersVersion });
     this.iteration++;
     return result;
   }

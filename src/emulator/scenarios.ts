@@ -7,7 +7,7 @@ import { constantDelay } from './delay/constant-delay';
 import { DelayModel } from './delay/delay-model.type';
 import { dynamicDelay, PAPER_TRACES } from './delay/dynamic-delay';
 import { parseDelayTrace } from './delay/superpod-trace';
-import { AllReduceConfig, DEFAULT_EMULATION, EmulatedJob, EmulationOptions } from './emulated-job';
+import { AllReduceConfig, DeclaredLayers, DEFAULT_EMULATION, EmulatedJob, EmulationOptions } from './emulated-job';
 import { Fabric } from './fabric/fabric.type';
 import { rackLocalities, staticFabric } from './fabric/static-fabric';
 
@@ -126,5 +126,61 @@ export function dpScenarioJob(scenario: DpScenario, jobId: string, healthy = fal
     fabric: healthy ? scenario.healthyFabric() : scenario.fabric(),
     allReduce: scenario.allReduce,
     ...(migrationMs !== undefined ? { migrationMs } : {}),
+  });
+}
+
+/**
+ * Issue 24's compute straggler under the model: 8 stages of 8 layers (64 layers of 1 / 1 / 0.8 ms
+ * F / B / W per microbatch, 2 GB of weights, gradients and optimizer state each, 1/8 GB of
+ * activations per microbatch each, so a stage's activation is the registration's 1 GB), 32
+ * microbatches, links of 0.05 ms, device memory for every microbatch in flight (no split is refused
+ * for memory); rank `slowRank` computes `slowFactor` times slower from iteration `slowFrom` on.
+ * The same layers as bench:rebalance's 64-layer row (src/core/rebalance/rebalance-scenario.util.ts).
+ */
+export interface LayeredStragglerScenario {
+  name: string;
+  profile: PipelineProfile;
+  layers: DeclaredLayers;
+  slowRank: number;
+  slowFactor: number;
+  slowFrom: number;
+  iterations: number;
+  deviceActivations: number[];
+}
+
+export function layeredStragglerScenario(o: { stages?: number; layersPerStage?: number; microbatches?: number; slowRank?: number; slowFactor?: number; slowFrom?: number; iterations?: number } = {}): LayeredStragglerScenario {
+  const S = o.stages ?? 8;
+  const per = o.layersPerStage ?? 8;
+  const N = o.microbatches ?? 32;
+  const L = S * per;
+  const layer = { f: 1, b: 1, w: 0.8 };
+  const layers: DeclaredLayers = {
+    fMs: new Array<number>(L).fill(layer.f),
+    bMs: new Array<number>(L).fill(layer.b),
+    wMs: new Array<number>(L).fill(layer.w),
+    stateBytes: new Array<number>(L).fill(2e9),
+    activationBytes: new Array<number>(L).fill(1e9 / per),
+    perStage: new Array<number>(S).fill(per),
+  };
+  const sums = (t: number) => new Array<number>(S).fill(per * t);
+  const slowRank = o.slowRank ?? 3;
+  const slowFactor = o.slowFactor ?? 1.5;
+  return {
+    name: `${S}-stage, ${L} layers (${per} per stage), rank ${slowRank} ${slowFactor}x slower in compute`,
+    profile: { stages: S, microbatches: N, fMs: sums(layer.f), bMs: sums(layer.b), wMs: sums(layer.w), linkMs: new Array<number>(S - 1).fill(0.05) },
+    layers,
+    slowRank,
+    slowFactor,
+    slowFrom: o.slowFrom ?? 20,
+    iterations: o.iterations ?? 80,
+    deviceActivations: new Array<number>(S).fill(N),
+  };
+}
+
+/** The emulated job of a layered straggler scenario (healthy: no slowdown); one replica. */
+export function layeredStragglerJob(scenario: LayeredStragglerScenario, jobId: string, healthy = false, options: EmulationOptions = DEFAULT_EMULATION, handoffGBps?: number): EmulatedJob {
+  return new EmulatedJob(jobId, scenario.profile, 1, constantDelay({}), options, {
+    layers: { declared: scenario.layers, ...(handoffGBps !== undefined ? { handoffGBps } : {}) },
+    computeSlowdowns: healthy ? [] : [{ rank: scenario.slowRank, factor: scenario.slowFactor, fromIteration: scenario.slowFrom }],
   });
 }
