@@ -20,15 +20,15 @@ const profile = (perStage: number[]) => ({ stages: 4, microbatches: 12, fMs: per
 const noJitter = { ...DEFAULT_EMULATION, jitter: 0 };
 /** Rank 1 1.5x slower in compute from the start. */
 const slow = [{ rank: 1, factor: 1.5, fromIteration: 0 }];
-const layeredJob = (perStage = [3, 3, 3, 3]) => new EmulatedJob('j', profile(perStage), 1, constantDelay({}), noJitter, { layers: { declared: { ...declared, perStage } }, computeSlowdowns: slow });
+const layeredJob = (perStage = [3, 3, 3, 3], dp = 1) => new EmulatedJob('j', profile(perStage), dp, constantDelay({}), noJitter, { layers: { declared: { ...declared, perStage } }, computeSlowdowns: slow });
 const zb = planPipeline(toPipelineModel(profile([3, 3, 3, 3])), { policy: 'initial' }).run.order;
 /** Layer 3 moves from stage 1 to stage 0: stage 1 (the slow rank) keeps 2 layers. */
 const split: ScheduleLayers = { version: 1, sinceVersion: 2, perStage: [4, 2, 3, 3], moves: [{ firstLayer: 3, lastLayer: 3, fromStage: 1, toStage: 0, bytes: 1e9 }] };
 
-function schedule(version: number, effectiveIteration: number, layers?: ScheduleLayers): PublishedSchedule {
+function schedule(version: number, effectiveIteration: number, layers?: ScheduleLayers, dp = 1): PublishedSchedule {
   return {
     protocol: 1, jobId: 'j', version, epoch: 1, state: 'committed', effectiveIteration, createdAt: 0,
-    pipelines: [{ dpReplicas: [0], warmup: warmupOf(zb), stages: formatSchedule(zb) }],
+    pipelines: [{ dpReplicas: Array.from({ length: dp }, (_, d) => d), warmup: warmupOf(zb), stages: formatSchedule(zb) }],
     delegation: [],
     reason: { kind: layers && layers.moves.length > 0 ? 'rebalance' : 'initial', links: [], detail: '' },
     prediction: { previousMs: null, newMs: 1 },
@@ -40,14 +40,15 @@ function schedule(version: number, effectiveIteration: number, layers?: Schedule
 function runWithSplit(job: EmulatedJob): { set: RankSet; results: IterationResult[] } {
   const set = new RankSet(job);
   const results: IterationResult[] = [];
-  set.views.forEach((v) => set.connect(v, '0-0', 1, schedule(1, 0)));
+  const dp = job.dp;
+  set.views.forEach((v) => set.connect(v, '0-0', 1, schedule(1, 0, undefined, dp)));
   results.push(set.run());
   const event = (type: 'prepare' | 'commit', version: number, k: number) => ({ type, protocol: 1, jobId: 'j', version, epoch: 1, effectiveIteration: k }) as ControlEvent;
   const steps: Array<[number, number, ScheduleLayers]> = [[2, 2, split], [3, 4, { ...split, moves: [] }]];
   for (const [version, k, layers] of steps) {
     for (const v of set.views) {
       set.onEvent(v, `${version}-0`, event('prepare', version, k));
-      expect(set.answer(v, v.toAnswer.splice(0)[0], { ...schedule(version, k, layers), state: 'prepared' })?.accepted).toBe(true);
+      expect(set.answer(v, v.toAnswer.splice(0)[0], { ...schedule(version, k, layers, dp), state: 'prepared' })?.accepted).toBe(true);
       set.onEvent(v, `${version}-1`, event('commit', version, k));
     }
     while (set.iteration < k) results.push(set.run());
@@ -63,9 +64,10 @@ function runWithSplit(job: EmulatedJob): { set: RankSet; results: IterationResul
  * 10 GB/s: 100 ms) and no other does; and the iterations after it take what a job registered with
  * the new split takes.
  */
-function splitProblems(results: IterationResult[]): string[] {
+function splitProblems(results: IterationResult[], dp = 1): string[] {
   const problems: string[] = [];
-  const expectedF = (iteration: number, rank: number) => (iteration < 2 ? 3 : split.perStage[rank]) * (rank === 1 ? 1.5 : 1);
+  // Rank r holds stage r % 4 of replica floor(r / 4); only rank 1 (stage 1 of replica 0) is slow.
+  const expectedF = (iteration: number, rank: number) => (iteration < 2 ? 3 : split.perStage[rank % 4]) * (rank === 1 ? 1.5 : 1);
   for (const r of results) {
     for (const report of r.reports) {
       const want = expectedF(r.iteration, report.rank);
@@ -74,7 +76,7 @@ function splitProblems(results: IterationResult[]): string[] {
     const handoff = r.iteration === 2 ? 100 : 0;
     if (Math.abs(r.handoffMs - handoff) > 1e-9) problems.push(`iteration ${r.iteration}: handoff ${r.handoffMs} ms, expected ${handoff}`);
   }
-  const registered = layeredJob(split.perStage).runIteration(0, [{ schedule: zb, delegation: new Map() }], [0, 0, 0, 0]).iterationMs;
+  const registered = layeredJob(split.perStage, dp).runIteration(0, Array.from({ length: dp }, () => ({ schedule: zb, delegation: new Map() })), new Array(4 * dp).fill(0)).iterationMs;
   for (const i of [2, 3, 4, 5]) {
     const ms = results[i].iterationMs - results[i].handoffMs;
     if (Math.abs(ms - registered) > 1e-9) problems.push(`iteration ${i}: ${ms} ms of pipeline, a job registered with [${split.perStage}] takes ${registered}`);
@@ -92,6 +94,13 @@ describe('EmulatedJob with layers (re-balancing under the model)', () => {
     // Before: the slow stage's 3 layers at 1.5x (4.5 ms ops) pace the pipeline; after, stage 0's 4 (4 ms).
     expect(results[3].iterationMs).toBeLessThan(0.95 * results[1].iterationMs);
     expect(results[2].iterationMs).toBeCloseTo(results[3].iterationMs + 100, 9);
+  });
+
+  it('with two replicas, both move the same layers at the same iteration (one handoff: they move in parallel)', () => {
+    const { set, results } = runWithSplit(layeredJob([3, 3, 3, 3], 2));
+    expect(splitProblems(results, 2)).toEqual([]);
+    expect(results[3].reports.filter((r) => r.rank >= 4).map((r) => r.computeMs.f)).toEqual([4, 2, 3, 3]);
+    expect(set.mixedIterations()).toEqual([]);
   });
 
   it('twin: ranks that ignore the split (a job without layers) fail the same check', () => {
