@@ -41,6 +41,8 @@ import { join } from 'node:path';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys, REGISTRATIONS_STREAM, REJECTED_REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { DaemonProcess } from '../test/support/daemon-process';
+import { seededRandom } from '../src/core/planner/seeded-random';
+import { percentile, slope } from './bench-stats';
 
 const ROOT = join(__dirname, '..', '..');
 const BASE_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -120,40 +122,11 @@ async function redisUsedMemory(): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
 }
 
-function percentile(values: number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  if (n < 2) return 0;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  const sxy = xs.reduce((a, x, k) => a + (x - mx) * (ys[k] - my), 0);
-  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
-  return sxx === 0 ? 0 : sxy / sxx;
-}
-
 /** Milliseconds of a stream entry id (Redis's clock). */
 const idMs = (id: string) => Number(id.slice(0, id.indexOf('-')));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (x: number, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits;
 const mib = (bytes: number) => round(bytes / 2 ** 20, 1);
-
-/** Seeded random numbers (mulberry32), so every run injects the same stragglers into the same jobs. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The memory limits of the Deployment (deploy/base and the production overlay), bytes. */
 function deploymentMemoryLimits(): { base: number | null; production: number | null } {
@@ -386,7 +359,7 @@ function scaleShapes(): Shape[] {
 }
 
 async function scalePart(seconds = SCALE_SECONDS) {
-  const random = seeded(23);
+  const random = seededRandom(23);
   const { daemon, stop } = await startDaemon();
   const jobs = scaleShapes().map((shape, k) => new ScaleJob(`scale-${k}`, shape, 2000 + Math.floor(random() * 3000), Math.floor(random() * 2000)));
   const revealAfter = SLOW_EXTRA_MS >= shipped.detection.severeExtraMs ? shipped.detection.severeEnterAfter : shipped.detection.enterAfter;

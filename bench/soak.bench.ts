@@ -38,6 +38,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
+import { percentile, slope } from './bench-stats';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.PIPEMORPH_SOAK_SECONDS ?? 600);
@@ -205,21 +206,10 @@ async function redisUsedMemory(): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);
 }
 
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  if (n < 2) return 0;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  const sxy = xs.reduce((a, x, k) => a + (x - mx) * (ys[k] - my), 0);
-  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0);
-  return sxx === 0 ? 0 : sxy / sxx;
-}
-
-function percentile(values: number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] * 10) / 10;
+/** The p-th percentile, to 0.1 ms. */
+function percentileMs(values: number[], p: number): number | null {
+  const v = percentile(values, p);
+  return v === null ? null : Math.round(v * 10) / 10;
 }
 
 async function startDaemon(port: number): Promise<ChildProcess> {
@@ -324,10 +314,10 @@ async function main(): Promise<void> {
     maxEventLoopDelayMs: Math.round(maxLoopDelayS * 1000),
     slopesBytesPerMinute: { heap: perMinute('heapBytes'), rss: perMinute('rssBytes'), redisUsedMemory: perMinute('redisUsedBytes') },
     controlLoopMs: {
-      p50: percentile(counted.map((l) => l.ms), 50),
-      p99: percentile(counted.map((l) => l.ms), 99),
-      firstThirdP99: percentile(first, 99),
-      lastThirdP99: percentile(last, 99),
+      p50: percentileMs(counted.map((l) => l.ms), 50),
+      p99: percentileMs(counted.map((l) => l.ms), 99),
+      firstThirdP99: percentileMs(first, 99),
+      lastThirdP99: percentileMs(last, 99),
     },
     samples,
     latencies,
