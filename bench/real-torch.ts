@@ -263,6 +263,7 @@ export async function runTorchScenario(redis: Redis, redisUrl: string, s: TorchS
   const dataParallel = s.dp > 1 ? { dataParallel: { gradientBytes: Array.from({ length: s.stages }, (_, pp) => 4 * gptStageParams(s.gpt, pp, s.stages)) } } : {};
   const live = launch({ stages: s.stages, dp: s.dp, microbatches: s.microbatches, iterations: s.iterations, gpt: s.gpt, delays: spec, redisUrl, jobId, registration: registration(jobId, s.stages, s.dp, s.microbatches, op, dataParallel) });
   const initial = await waitForSchedule(redis, jobId);
+  if (process.env.PIPEMORPH_BENCH_DEBUG === '1') log(`  initial schedule: ${JSON.stringify({ pipelines: initial.pipelines, delegation: initial.delegation })}`);
   const { result: run, versions } = await watchSchedules(redis, jobId, live);
   await decisionsOf(daemonUrl, jobId, log);
   const ran = run.iterations.map((it) => it.versions[0]);
