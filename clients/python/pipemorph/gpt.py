@@ -154,12 +154,10 @@ def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def reference_train(c: GPTConfig, stages: int, microbatches: int, iterations: int, seed: int, lr: float,
-                    momentum: float = 0.0) -> Tuple[List[torch.nn.Module], List[float]]:
-    """Single-process training of the same stages on the same microbatches (loss of an iteration =
-    mean over its microbatches, one SGD step per iteration): the yardstick. Returns the stages and
-    the loss per iteration."""
-    modules = [stage_module(c, s, stages, seed) for s in range(stages)]
+def _train_in_one_process(c: GPTConfig, modules: List[torch.nn.Module], microbatches: int, iterations: int, seed: int,
+                          lr: float, momentum: float) -> List[float]:
+    """The yardstick's loop: `modules` chained, trained on the job's microbatches (loss of an iteration =
+    mean over its microbatches, one SGD step per iteration); the loss per iteration."""
     model = torch.nn.Sequential(*modules)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     losses = []
@@ -173,6 +171,16 @@ def reference_train(c: GPTConfig, stages: int, microbatches: int, iterations: in
             total += float(loss)
         optimizer.step()
         losses.append(total)
+    return losses
+
+
+def reference_train(c: GPTConfig, stages: int, microbatches: int, iterations: int, seed: int, lr: float,
+                    momentum: float = 0.0) -> Tuple[List[torch.nn.Module], List[float]]:
+    """Single-process training of the same stages on the same microbatches (loss of an iteration =
+    mean over its microbatches, one SGD step per iteration): the yardstick. Returns the stages and
+    the loss per iteration."""
+    modules = [stage_module(c, s, stages, seed) for s in range(stages)]
+    losses = _train_in_one_process(c, modules, microbatches, iterations, seed, lr, momentum)
     return modules, losses
 
 
@@ -183,19 +191,7 @@ def reference_train_layered(c: GPTConfig, split: Sequence[int], microbatches: in
     per iteration."""
     stages, bounds = len(split), [sum(split[:s]) for s in range(len(split) + 1)]
     modules = [layered_stage(c, s, stages, bounds[s], bounds[s + 1], seed) for s in range(stages)]
-    model = torch.nn.Sequential(*modules)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    losses = []
-    for i in range(iterations):
-        optimizer.zero_grad()
-        total = 0.0
-        for j in range(microbatches):
-            x, y = microbatch(c, i, j, seed)
-            loss = loss_fn(model(x), y) / microbatches
-            loss.backward()
-            total += float(loss)
-        optimizer.step()
-        losses.append(total)
+    losses = _train_in_one_process(c, modules, microbatches, iterations, seed, lr, momentum)
     params: Dict[str, torch.Tensor] = {}
     for s, m in enumerate(modules):
         params.update(global_state(m, bounds[s]))
