@@ -19,4 +19,6 @@ export interface PlanningWorkerData {
   preloadMilp: boolean;
   /** Niceness the worker thread adds to the event loop's (control.planningWorkerNice; 0 leaves it as started). */
   nice: number;
+  /** Synthetic reactions the worker decides before it says it is ready (control.warmUpRounds; core warmUpDecisions). */
+  warmUpRounds: number;
 }

@@ -6,7 +6,9 @@ import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../../core/control/contro
 import { ControlOutcome } from '../../core/control/control-decision.type';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
+import { warmUpDecisions } from '../../core/control/warm-up';
 import { MilpSolver } from '../../core/planner/optimal-planner';
+import { controlConfigOf } from '../config/control-config-of';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { MetricsService } from '../metrics/metrics.service';
 import { loadMilpSolver } from './load-milp-solver.util';
@@ -100,6 +102,19 @@ export class PlanningPool implements OnApplicationShutdown {
     });
   }
 
+  /**
+   * Makes control.warmUpRounds synthetic decisions on the event loop, where quick decisions run
+   * (core warmUpDecisions: so the first real straggler is not decided in unoptimised code), and
+   * returns how long that took, ms. The daemon calls it once, before it reads reports; workers
+   * warm themselves up before they say they are ready.
+   */
+  warmUp(): number {
+    const rounds = this.config.control.planningWorkers === 0 || this.config.control.inlinePlanMaxCells > 0 ? this.config.control.warmUpRounds : 0;
+    const started = performance.now();
+    warmUpDecisions({ ...controlConfigOf(this.config), planner: 'adaptive' }, rounds);
+    return performance.now() - started;
+  }
+
   /** Workers started (they start on the first decision, so a daemon that never plans runs none). */
   get workers(): number {
     return this.slots.length;
@@ -145,7 +160,7 @@ export class PlanningPool implements OnApplicationShutdown {
   private spawn(): Slot {
     const { planner, refinePlanner, optimalMaxCells } = this.config.control;
     const preloadMilp = [planner, refinePlanner].some((p) => p !== 'none' && usesMilpSolver({ ...DEFAULT_CONTROL_CONFIG, planner: p, optimalMaxCells }));
-    const workerData: PlanningWorkerData = { preloadMilp, nice: this.config.control.planningWorkerNice };
+    const workerData: PlanningWorkerData = { preloadMilp, nice: this.config.control.planningWorkerNice, warmUpRounds: this.config.control.warmUpRounds };
     const worker = new Worker(this.workerPath(), { workerData });
     const slot: Slot = { worker, ready: false, task: null, timer: null };
     slot.timer = setTimeout(() => {

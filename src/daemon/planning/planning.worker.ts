@@ -7,6 +7,8 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
+import { DEFAULT_CONTROL_CONFIG } from '../../core/control/control-config.type';
+import { warmUpDecisions } from '../../core/control/warm-up';
 import { MilpSolver } from '../../core/planner/optimal-planner';
 import { loadMilpSolver } from './load-milp-solver.util';
 import { PlanningRequest, PlanningResponse, PlanningWorkerData } from './planning-message.type';
@@ -28,11 +30,15 @@ const port = parentPort;
 port.on('message', (request: PlanningRequest) => {
   void decide(request).then((response) => port.postMessage(response));
 });
-// Ready once loaded (HiGHS too when the daemon's policy uses it): the pool times decisions from
-// here, so a cold start (module loading, WebAssembly compilation) is not counted as planning.
+// Ready once loaded (HiGHS too when the daemon's policy uses it) and warmed up: the pool times
+// decisions from here, so a cold start (module loading, WebAssembly compilation, the first decisions
+// in unoptimised code) is not counted as planning.
 const data = workerData as PlanningWorkerData | undefined;
 if (data?.nice) lowerOwnPriority(data.nice);
-const loading: Promise<unknown> = data?.preloadMilp ? (solver ??= loadMilpSolver()) : Promise.resolve();
+const loading: Promise<unknown> = (data?.preloadMilp ? (solver ??= loadMilpSolver()) : Promise.resolve()).then(() => {
+  // Alg. 2: what a search or an exact plan starts from, and the pricing every planner shares.
+  warmUpDecisions({ ...DEFAULT_CONTROL_CONFIG, planner: 'adaptive' }, data?.warmUpRounds ?? 0);
+});
 void loading.then(
   () => port.postMessage({ ready: true }),
   (error: Error) => port.postMessage({ ready: false, error: error?.stack ?? String(error) }),

@@ -6,6 +6,7 @@ import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.ty
 import { ControlService } from '../control/control.service';
 import { IngestService } from '../ingest/ingest.service';
 import { JobRegistry } from '../jobs/job-registry.service';
+import { PlanningPool } from '../planning/planning-pool.service';
 import { MaintenanceService } from './maintenance.service';
 
 const TICK_MS = 100;
@@ -32,6 +33,7 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     private readonly maintenance: MaintenanceService,
     private readonly control: ControlService,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly planning: PlanningPool,
   ) {}
 
   /**
@@ -43,6 +45,9 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private async connect(): Promise<void> {
+    // Before the first report is read (and so before /health/ready): a few hundred ms once.
+    const warmUpMs = this.planning.warmUp();
+    if (this.config.control.warmUpRounds > 0) this.logger.log(`decision path warmed up: ${this.config.control.warmUpRounds} synthetic reactions in ${warmUpMs.toFixed(0)} ms`);
     for (let attempt = 0, delay = CONNECT_FIRST_DELAY_MS; !this.stopping; attempt++, delay = Math.min(CONNECT_MAX_DELAY_MS, delay * 2)) {
       try {
         await this.ingest.start();

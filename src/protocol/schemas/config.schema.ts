@@ -283,6 +283,7 @@ export const configSchema = {
         "hostMemory",
         "planningWorkers",
         "planningWorkerNice",
+        "warmUpRounds",
         "inlinePlanMaxCells",
         "planTimeoutMs",
         "optimalMaxCells",
@@ -390,6 +391,12 @@ export const configSchema = {
           "minimum": 0,
           "maximum": 19,
           "description": "Niceness the planning worker threads add to the event loop's (Linux, per thread, at most 19; 0: the same), so a long plan yields the CPU to ingest, leases and handshakes."
+        },
+        "warmUpRounds": {
+          "type": "integer",
+          "minimum": 0,
+          "maximum": 1000,
+          "description": "Synthetic reactions (a straggling link planned around, then its recovery) the daemon decides on its event loop and on each planning worker before it reports ready, so that its first real decisions run optimised code (0: none)."
         },
         "inlinePlanMaxCells": {
           "type": "integer",
