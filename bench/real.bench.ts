@@ -19,7 +19,8 @@
  * data-parallel straggler measured (before, the switch iteration, after, the handoff cost).
  *
  * PIPEMORPH_BENCH_ONLY picks what runs: 4 or 8 (sleep rows by stage count), sleep, torch (the GPT rows
- * and the re-map), gpt, remap; a part not run keeps its last measurement from bench/results/real.json.
+ * and the re-map), gpt, remap, rebalance (the compute straggler and layer moves, bench/real-rebalance.ts);
+ * a part not run keeps its last measurement from bench/results/real.json.
  * PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also written to bench/results/real.json.
  */
 import { INestApplication } from '@nestjs/common';
@@ -39,6 +40,7 @@ import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { meanMs, medianMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
+import { RealRebalanceRow, rebalanceTable, realRebalanceScenario, runRealRebalanceScenario } from './real-rebalance';
 import { GptShape, RemapRow, RemapScenario, runRemapScenario, runTorchScenario, TorchRow, TorchScenario } from './real-torch';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,6 +49,7 @@ const ONLY = process.env.PIPEMORPH_BENCH_ONLY ?? '';
 const RUN_SLEEP = ONLY === '' || ONLY === 'sleep' || ONLY === '4' || ONLY === '8';
 const RUN_GPT = ONLY === '' || ONLY === 'torch' || ONLY === 'gpt';
 const RUN_REMAP = ONLY === '' || ONLY === 'torch' || ONLY === 'remap';
+const RUN_REBALANCE = ONLY === '' || ONLY === 'rebalance';
 
 interface RealScenario {
   name: string;
@@ -222,6 +225,7 @@ interface RealResults {
     scenarios: TorchRow[];
     remap: RemapRow | null;
   };
+  rebalance?: RealRebalanceRow;
 }
 
 function previousResults(path: string): Partial<RealResults> {
@@ -242,6 +246,7 @@ async function main(): Promise<void> {
   const rows: ScenarioRow[] = [];
   const torchRows: TorchRow[] = [];
   let remap: RemapRow | null = null;
+  let rebalance: RealRebalanceRow | undefined;
   const loadBefore = loadavg();
   try {
     const list = RUN_SLEEP ? realScenarios() : [];
@@ -261,6 +266,10 @@ async function main(): Promise<void> {
     if (RUN_REMAP) {
       remap = await runRemapScenario(redis, REDIS_URL, remapScenario(), (line) => console.log(line), daemonUrl);
       console.log(`${remap.name}: healthy ${fmt(remap.healthyMs)} ms | before ${fmt(remap.beforeMs)} ms | switch iteration ${fmt(remap.switchMs)} ms | after ${fmt(remap.afterMs)} ms | handoff cost ${fmt(remap.handoffCostMs)} ms (priced ${fmt(remap.pricedHandoffMs)}) | predicted ${fmt(remap.predictedBeforeMs)} -> ${fmt(remap.predictedAfterMs)} | re-mapped in ${remap.remapped} of ${remap.runs.length} runs, moved ${remap.moved.join(',')}`);
+    }
+    if (RUN_REBALANCE) {
+      rebalance = await runRealRebalanceScenario(realRebalanceScenario(QUICK), (line) => console.log(line));
+      for (const line of rebalanceTable(rebalance)) console.log(line);
     }
   } finally {
     await app.close();
@@ -283,7 +292,8 @@ async function main(): Promise<void> {
         remap: RUN_REMAP ? remap : previous.torch?.remap ?? null,
       }
     : previous.torch;
-  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}) };
+  const rebalanceRow = RUN_REBALANCE ? rebalance : previous.rebalance;
+  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}) };
   const json = JSON.stringify(results);
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(resultsPath, `${json}\n`);
