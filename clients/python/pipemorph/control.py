@@ -3,7 +3,7 @@
 Both expose the calls of the protocol client (pipemorph.protocol.PipemorphRank) the runtime uses:
 poll_control(i), startup_version(), committed_version_for(i), schedule_for(k), report(...).
 """
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 
 def toggle_of(schedule: Dict[str, Any], rank: int) -> Optional[Dict[str, int]]:
@@ -28,6 +28,11 @@ class ScriptedControl:
         self.topology_change: Optional[Dict[str, Any]] = None
         self.layers_version = 0  # as PipemorphRank: the layer split in force (0 = registered), and a change
         self.layers_change: Optional[Dict[str, Any]] = None
+        # As PipemorphRank: the runtime's readiness(schedule, iteration) hook, asked at every poll from
+        # the one at which a schedule is heard until it says ready (where the daemon's prepare would
+        # be acked). A scripted commit cannot be refused: a rank not ready by then catches up at k.
+        self.readiness: Optional[Callable[[Dict[str, Any], int], bool]] = None
+        self.ready: Set[int] = set()
 
     def _heard_at(self, schedule: Dict[str, Any]) -> int:
         return int((schedule.get("heardAt") or {}).get(str(self.rank), 0))
@@ -38,6 +43,10 @@ class ScriptedControl:
             if version not in self.known and (version == self.first or self._heard_at(schedule) <= iteration):
                 self.known[version] = 0 if version == self.first else schedule.get("effectiveIteration", 0)
                 heard.append({"type": "commit", "version": version})
+        for version in sorted(self.known):
+            if version != self.first and version not in self.ready and self.readiness is not None:
+                if self.readiness(self.schedules[version], iteration):
+                    self.ready.add(version)
         return heard
 
     def startup_version(self) -> int:

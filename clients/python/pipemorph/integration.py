@@ -4,8 +4,8 @@ You hand over what a pipeline-parallel step needs: a torch.nn.Module per stage, 
 an optimizer factory and a microbatch source; pipemorph runs, per iteration, the schedule in force
 (its F, B and W ops, B and W split with torch.autograd.grad), with its delegation toggle, and does
 the rest of the rank side of the protocol: reading control, the handshake (acks), the version
-agreement (an all-reduce over the job), re-maps (stage state handed over through a checkpoint
-folder), the data-parallel gradient mean, the optimizer step and the report of measured op and
+agreement (an all-reduce over the job), re-maps (a moving rank builds its new stage during the lead
+iterations, the stage state is sent to it point to point at the switch), the data-parallel gradient mean, the optimizer step and the report of measured op and
 send times.
 
     model = PipelineModel(stages=4, stage=build_stage, loss_fn=loss, optimizer=lambda ps: SGD(ps, lr=0.1),
@@ -155,7 +155,10 @@ class PipelineTrainer(RankRuntime):
     control: `connect(...)` (the daemon) or `scripted(...)`. checkpoint_dir: a folder every rank
     reads and writes, where re-maps hand stage state over. compute="sleep" with times_for(pp) ->
     StageTimes holds each op for a profiled time instead (benchmarks). delays: a DelayFile of
-    injected link latency (emulation). handoff / dp_reduce / faults break things on purpose (tests).
+    injected link latency (emulation). handoff: how a re-map hands stage state to moving ranks
+    ("stream": built during the lead iterations, state sent point to point at k; "load": the
+    checkpoint folder and a barrier at k; "skip" / "early" break it on purpose, tests only);
+    dp_reduce / faults break things on purpose (tests).
     before_step(trainer): called every iteration on every rank after the data-parallel gradient mean
     and before optimizer.step(), e.g. to clip gradients (a collective inside is fine: every rank
     calls it once per iteration at the same point). compute_slow {rank: (factor, from_iteration)}:
@@ -166,7 +169,7 @@ class PipelineTrainer(RankRuntime):
                  checkpoint_dir: Optional[str] = None, report: bool = True, agreement: str = "min",
                  control_group: Optional[Any] = None, compute: str = "torch",
                  times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, delays: Optional[DelayFile] = None,
-                 noise: Optional[Noise] = None, handoff: str = "load", dp_reduce: str = "ring",
+                 noise: Optional[Noise] = None, handoff: str = "stream", dp_reduce: str = "ring",
                  faults: Optional[str] = None, start_time: float = 0.0,
                  before_step: Optional[Callable[["PipelineTrainer"], None]] = None,
                  compute_slow: Optional[Dict[int, Tuple[float, int]]] = None) -> None:

@@ -5,7 +5,7 @@ Rank dp * S + pp starts at (dp, pp), as the registration numbers them.
       [--profile P.json] (--schedule SCHEDULE.json | --redis URL --job ID) [--register REGISTRATION.json]
       [--delays DELAYS.txt] [--agreement min|skip] [--hidden 64] [--rows 8] [--seed 0] [--lr 0.05]
       [--time-scale 1.0] [--master-port PORT] [--timeout-s 120] [--save-params DIR] [--out RESULT.json]
-      [--momentum 0] [--checkpoint-dir DIR] [--handoff load|skip] [--dp-reduce ring|skip] [--noise SPEC]
+      [--momentum 0] [--checkpoint-dir DIR] [--handoff stream|load|skip|early] [--dp-reduce ring|skip] [--noise SPEC]
       [--model mlp|gpt] [--seq 16] [--vocab 64] [--layers 2] [--heads 2] [--split 2,2,2,2]
       [--fault skip-w=PP,stale-remap,layer-optim-lost,layer-stale] [--compute-slow RANK=FACTOR@FROM,...]
 
@@ -58,7 +58,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--out", help="result JSON (default: stdout)")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (optimizer state a re-map must hand over)")
     p.add_argument("--checkpoint-dir", help="where ranks hand stage state to re-mapped ranks (default: a temporary folder)")
-    p.add_argument("--handoff", choices=["load", "skip"], default="load", help="skip: moved ranks do not load (tests only)")
+    p.add_argument("--handoff", choices=["stream", "load", "skip", "early"], default="stream",
+                   help="re-map state handoff: stream (moving ranks build their new stage during the lead iterations, "
+                   "the state is sent point to point at k), load (checkpoint file and a barrier at k); skip (moved "
+                   "ranks get no state) and early (the state as it was at the prepare) are faults, tests only")
     p.add_argument("--dp-reduce", choices=["ring", "skip"], default="ring", help="skip: no gradient all-reduce (tests only)")
     p.add_argument("--model", choices=["mlp", "gpt"], default="mlp",
                    help="mlp: a Linear-Tanh-Linear block per stage (width --hidden, --rows rows); gpt: a tiny GPT "

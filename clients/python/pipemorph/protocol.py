@@ -17,7 +17,7 @@ instead (section "Start and restart").
 import json
 import re
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import schemas
 
@@ -77,6 +77,10 @@ class PipemorphRank:
         self.topology_change: Optional[Dict[str, Any]] = None  # set when schedule_for switched layouts
         self.layers_version = 0  # layer split in force: 0 = the registration's (protocol sec. 5.7)
         self.layers_change: Optional[Dict[str, Any]] = None  # set when schedule_for switched splits
+        # Set by the runtime (sec. 5.5): readiness(schedule, iteration) -> True when this rank can run a
+        # prepared schedule at its effectiveIteration (a rank that moves holds its new stage's module
+        # and optimizer), False when not yet. Called before each ack decision; it may start the work.
+        self.readiness: Optional[Callable[[Dict[str, Any], int], bool]] = None
 
     # ----------------------------------------------------------------- registration
     @staticmethod
@@ -176,9 +180,8 @@ class PipemorphRank:
                     seen.append(event)  # type: ignore[arg-type]
             if len(entries) < 1000:
                 break
-        for version in self.to_answer:
-            self._answer(version, current_iteration)
-        self.to_answer = []
+        # A prepare this rank is not ready for yet stays to be answered at a later poll (sec. 5.5).
+        self.to_answer = [version for version in self.to_answer if not self._answer(version, current_iteration)]
         return seen
 
     def _on_event(self, event: Optional[Dict[str, Any]]) -> bool:
@@ -207,14 +210,21 @@ class PipemorphRank:
             return False  # unknown type: ignore
         return True
 
-    def _answer(self, version: int, iteration: int) -> None:
-        """GET pending; if it still holds `version` under a current epoch, acknowledge it."""
+    def _answer(self, version: int, iteration: int) -> bool:
+        """GET pending; if it still holds `version` under a current epoch, acknowledge it. Returns
+        False when the answer waits: the rank is not ready yet and effectiveIteration is still ahead
+        (sec. 5.5: acknowledge only when ready; refuse with "weights not ready" once it is reached)."""
         pending = self._get(self.pending_key)
         if pending is None or pending.get("version") != version or pending.get("epoch", 0) < self.epoch:
-            return  # aborted or superseded meanwhile: nothing to answer
+            return True  # aborted or superseded meanwhile: nothing to answer
         self._keep(pending)
         problem = self._problem(pending)
-        accepted = problem is None and iteration < pending["effectiveIteration"]
+        early = iteration < pending["effectiveIteration"]
+        if problem is None and self.readiness is not None and not self.readiness(pending, iteration):
+            if early:
+                return False
+            problem = "weights not ready"
+        accepted = problem is None and early
         ack: Dict[str, Any] = {
             "type": "ack", "protocol": PROTOCOL, "jobId": self.job_id, "rank": self.rank,
             "version": version, "epoch": pending["epoch"], "iteration": iteration, "accepted": accepted,
@@ -223,6 +233,7 @@ class PipemorphRank:
             ack["reason"] = (problem or "late")[:500]  # "late": already at or past effectiveIteration
         schemas.check(ack, "ack.v1")
         self.redis.xadd(self.reports_key, {MESSAGE_FIELD: _dumps(ack)})
+        return True
 
     # ----------------------------------------------------------------- agreement and schedules
     def committed_version_for(self, iteration: int) -> int:

@@ -4,9 +4,11 @@ schedule's ops and delegation toggle, all-reduce the stage's gradients over its 
 record. A schedule that brings a new layer split (sec. 5.7) moves layers between the stages of each
 replica first (pipemorph.layers), when the model is layered. `step(i)` is one iteration of that loop; pipemorph.integration.PipelineTrainer builds a
 RankRuntime from a user's stage modules, loss, optimizer factory and microbatch source."""
+import copy
 import hashlib
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -15,17 +17,52 @@ import torch.distributed as dist
 from .dataparallel import RingAllReduce
 from .delays import DelayFile
 from .executor import StageExecutor, StageTimes
-from .layers import LayerMover, bounds
+from .layers import LayerMover, bounds, exchange
 from .layout import Layout
 from .noise import Noise, draw, link_tail_ms, pause
 from .transport import LinkSender, Receiver, summarize
+
+
+HANDOFFS = ("stream", "load", "skip", "early")  # skip and early: broken on purpose (tests only)
+
+
+def _ring_key(layout: Layout) -> Tuple[Tuple[int, ...], ...]:
+    """The data-parallel groups a layout needs: each stage's ring members, sorted, in stage order."""
+    return tuple(tuple(sorted(layout.ring(pp))) for pp in range(layout.stages))
+
+
+@dataclass
+class _Prefetch:
+    """What a moving rank built for its new stage during the lead iterations (sec. 5.5)."""
+    key: Tuple[Tuple[int, ...], ...]
+    topology: int
+    pp: int
+    split: Optional[Tuple[int, ...]]
+    module: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+
+
+class _Phases:
+    """Wall-clock ms of consecutive phases (perf_counter), for the re-map log."""
+
+    def __init__(self) -> None:
+        self.started = self._last = time.perf_counter()
+        self.phases: Dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(self.phases.get(name, 0.0) + (now - self._last) * 1000.0, 3)
+        self._last = now
+
+    def total(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000.0, 3)
 
 
 class RankRuntime:
     def __init__(self, rank: int, stages: int, executor: StageExecutor, control: Any, delays: DelayFile,
                  agreement: str = "min", control_group: Optional[Any] = None, start_time: float = 0.0,
                  report: bool = False, layout: Optional[Layout] = None, checkpoint_dir: Optional[str] = None,
-                 handoff: str = "load", dp_reduce: str = "ring",
+                 handoff: str = "stream", dp_reduce: str = "ring",
                  times_for: Optional[Callable[[int], Optional[StageTimes]]] = None, noise: Optional[Noise] = None,
                  build_stage: Optional[Callable[[int], Tuple[torch.nn.Module, torch.optim.Optimizer]]] = None,
                  split: Optional[List[int]] = None,
@@ -33,8 +70,8 @@ class RankRuntime:
                  mover: Optional[LayerMover] = None, compute_slow: Optional[Dict[int, Tuple[float, int]]] = None) -> None:
         if agreement not in ("min", "skip"):
             raise ValueError("agreement must be min or skip")
-        if handoff not in ("load", "skip") or dp_reduce not in ("ring", "skip"):
-            raise ValueError("handoff must be load or skip, dp_reduce ring or skip")
+        if handoff not in HANDOFFS or dp_reduce not in ("ring", "skip"):
+            raise ValueError("handoff must be one of %s, dp_reduce ring or skip" % ", ".join(HANDOFFS))
         self.rank, self.stages, self.executor, self.control = rank, stages, executor, control
         self.delays, self.agreement, self.group = delays, agreement, control_group
         self.start_time = start_time or time.time()
@@ -52,6 +89,7 @@ class RankRuntime:
         self.split = list(split) if split is not None else None
         self.split_version = 0
         self.build_range, self.mover = build_range, mover
+        self.remap_log: List[Dict[str, Any]] = []  # per re-map: iteration, topology, ms by phase (sec. 5.5)
         self.move_log: List[Dict[str, Any]] = []  # per split change: iteration, split, layers sent / received, ms
         # Emulation: {rank: (factor, from iteration)}: that rank's ops take factor x their compute time
         # from that iteration on (a slow device, a compute straggler for the daemon to re-balance).
@@ -64,6 +102,16 @@ class RankRuntime:
         self._senders: Dict[int, LinkSender] = {}
         self._ring: Optional[RingAllReduce] = None
         self._closed = False
+        # Sec. 5.5 between the prepare and k (handoffs other than "load"): the layout this rank has
+        # prepared, its key in the agreement (0: none), the groups of every layout created so far (by
+        # ring membership), and what a moving rank built for its new stage.
+        self._prepared: Optional[Layout] = None
+        self._groups: Dict[Tuple[Tuple[int, ...], ...], List[Any]] = {}
+        self._prefetch: Optional[_Prefetch] = None
+        self._early_state: Optional[Tuple[int, Dict[str, Any]]] = None  # handoff="early" (the fault): (topology, state)
+        self.prefetch_log: List[Dict[str, Any]] = []  # per lead-time step: iteration, topology, what, ms
+        if hasattr(control, "readiness"):
+            control.readiness = self._ready_for
         executor.before_step = self._all_reduce
         self._enter(self.layout)
 
@@ -76,7 +124,7 @@ class RankRuntime:
         return self.layout.coords[self.rank][1]
 
     # ------------------------------------------------------------------ layout: neighbours and groups
-    def _enter(self, layout: Layout) -> None:
+    def _enter(self, layout: Layout, clock: Optional["_Phases"] = None) -> None:
         """Takes this rank's place in `layout`: pipeline neighbours, stage, data, data-parallel ring.
 
         dist.new_group is collective over the whole job and must be called in the same order
@@ -85,12 +133,11 @@ class RankRuntime:
         self.layout = layout
         ring = None
         if layout.dp > 1:
-            for pp in range(layout.stages):
-                members = layout.ring(pp)
-                group = dist.new_group(sorted(members), backend="gloo")
-                if pp == self.pp:
-                    ring = RingAllReduce(self.rank, members, group, lambda peer: self.delays.model.pair_ms(self.rank, peer))
+            group = self._groups_of(layout)[self.pp]
+            ring = RingAllReduce(self.rank, layout.ring(self.pp), group, lambda peer: self.delays.model.pair_ms(self.rank, peer))
         self._ring = ring
+        if clock is not None:
+            clock.mark("groupsMs")
         e = self.executor
         e.stage = self.pp
         e.prev_rank = layout.rank_at(self.dp, self.pp - 1) if self.pp > 0 else None
@@ -99,29 +146,151 @@ class RankRuntime:
         if self.times_for is not None:
             e.times = self.times_for(self.pp)
         self._build_senders(self._toggle)
+        if clock is not None:
+            clock.mark("sendersMs")
+
+    def _groups_of(self, layout: Layout) -> List[Any]:
+        """One data-parallel group per stage of `layout`, created (collectively, in stage order) the
+        first time a layout with these rings is seen: at construction, at the boundary where the
+        agreement says every rank has prepared it, or at k when it was not prepared. Every rank
+        makes the same calls at the same boundary, so the cache is the same everywhere."""
+        key = _ring_key(layout)
+        if key not in self._groups:
+            self._groups[key] = [dist.new_group(list(members), backend="gloo") for members in key]
+        return self._groups[key]
 
     def _remap(self, topology: Dict[str, Any]) -> None:
-        """Sec. 5.5 at the agreed iteration k, before its ops: every stage's state is handed from the
-        rank that held it (first of its old ring) through a checkpoint to the ranks that move onto
-        that stage; then everyone re-forms its communicators for the new layout."""
+        """Sec. 5.5 at the agreed iteration k, before its ops: every stage's state (after k - 1's
+        optimizer step) goes from the rank that held it (first of its old ring) to the ranks that
+        move onto that stage, then everyone takes its place in the new layout. handoff "stream":
+        point to point into the module and optimizer the moving rank built during the lead
+        iterations (no disk, no barrier); "load": through a checkpoint file and a barrier of the
+        whole job, building at k. What each part took goes to remap_log."""
+        clock = _Phases()
         new = Layout.of_topology(self.stages, self.layout.dp, topology)
         old_pp, new_pp = self.pp, new.coords[self.rank][1]
+        if self.handoff == "load":
+            self._hand_over_by_checkpoint(new, old_pp, new_pp, clock)
+        else:
+            self._hand_over_by_stream(new, old_pp, new_pp, clock)
+        self._prefetch, self._early_state = None, None
+        self._enter(new, clock)
+        self.remap_log.append(dict(clock.phases, iteration=self.iteration, topology=new.version, moved=new_pp != old_pp,
+                                   handoff=self.handoff, ms=clock.total()))
+
+    def _hand_over_by_checkpoint(self, new: Layout, old_pp: int, new_pp: int, clock: "_Phases") -> None:
+        """The holder writes the stage's state to a file (then renames it), a barrier of the whole
+        job, and a moving rank builds its new stage and loads the file."""
         directory = os.path.join(self.checkpoint_dir or ".", "topology%d" % new.version)
         if self.layout.ring(old_pp)[0] == self.rank:
             os.makedirs(directory, exist_ok=True)
             state = {"module": self.executor.module.state_dict(), "optimizer": self.executor.optimizer.state_dict()}
             torch.save(state, os.path.join(directory, "stage%d.pt.tmp" % old_pp))
             os.replace(os.path.join(directory, "stage%d.pt.tmp" % old_pp), os.path.join(directory, "stage%d.pt" % old_pp))
+        clock.mark("saveMs")
         dist.barrier(group=self.group)  # every stage's checkpoint is written before anyone reads
+        clock.mark("barrierMs")
         if new_pp != old_pp and self.build_stage is not None:
             self.executor.set_module(*self.build_stage(new_pp))
-        if new_pp != old_pp and self.handoff == "load":
+        clock.mark("buildMs")
+        if new_pp != old_pp:
             state = torch.load(os.path.join(directory, "stage%d.pt" % new_pp))
             self.executor.module.load_state_dict(state["module"])
             self.executor.optimizer.load_state_dict(state["optimizer"])
-        # handoff="skip" (tests only, the stale-weight fault): a moved rank keeps its old stage's
-        # weights, or with build_stage its new stage's initial ones, and trains wrong.
-        self._enter(new)
+        clock.mark("loadMs")
+
+    def _hand_over_by_stream(self, new: Layout, old_pp: int, new_pp: int, clock: "_Phases") -> None:
+        """The holder of each stage sends its state to every rank moving onto it (sends posted
+        first, so a holder that itself moves cannot deadlock); a moving rank receives from its new
+        stage's holder and loads it into the module it prefetched (built now if it did not).
+        handoff="skip" (tests only, the stale-weight fault): nothing is sent, a moving rank trains
+        with its new stage's initial weights (or, without build_stage, its old stage's)."""
+        takers = [r for r, (_, pp) in new.coords.items() if pp == old_pp and self.layout.coords[r][1] != old_pp]
+        holder = self.layout.ring(new_pp)[0] if new_pp != old_pp else None
+        outgoing: Dict[int, Any] = {}
+        if self.handoff != "skip" and self.layout.ring(old_pp)[0] == self.rank and takers:
+            state = self._state_to_hand(new.version)
+            outgoing = {taker: state for taker in takers}
+        got = exchange(outgoing, [holder] if holder is not None and self.handoff != "skip" else [], self.group)
+        clock.mark("streamMs")
+        if new_pp == old_pp:
+            return
+        built = self._take_prefetch(new, new_pp)
+        if built is None and self.build_stage is not None:
+            built = self.build_stage(new_pp)
+        clock.mark("buildMs")
+        if built is not None:
+            self.executor.set_module(*built)
+        if holder in got:
+            self.executor.module.load_state_dict(got[holder]["module"])
+            self.executor.optimizer.load_state_dict(got[holder]["optimizer"])
+        clock.mark("loadMs")
+
+    def _state_to_hand(self, topology_version: int) -> Dict[str, Any]:
+        """The stage's weights and optimizer state as they are now (after k - 1's step); with
+        handoff="early" (tests only, the fault) the copy taken at the prepare instead: stale."""
+        if self.handoff == "early" and self._early_state is not None and self._early_state[0] == topology_version:
+            return self._early_state[1]
+        return {"module": self.executor.module.state_dict(), "optimizer": self.executor.optimizer.state_dict()}
+
+    # ------------------------------------------------------------------ lead iterations: prefetch
+    def _ready_for(self, schedule: Dict[str, Any], iteration: int) -> bool:
+        """The control's readiness hook (sec. 5.5): called before acking a prepared schedule. A rank
+        that the schedule's re-map moves builds its new stage's module and optimizer now (their
+        state arrives at k); every rank notes the layout, so the agreement can create its groups
+        early. Returns True once ready; the build runs synchronously, so that is at once."""
+        topology = schedule.get("topology")
+        if not topology or topology.get("version") == self.layout.version or self.handoff == "load":
+            return True
+        new = Layout.of_topology(self.stages, self.layout.dp, topology)
+        self._prepared = new
+        new_pp = new.coords[self.rank][1]
+        if self.handoff == "early" and self.layout.ring(self.pp)[0] == self.rank and self._early_state is None:
+            state = {"module": self.executor.module.state_dict(), "optimizer": self.executor.optimizer.state_dict()}
+            self._early_state = (new.version, copy.deepcopy(state))
+        if new_pp == self.pp or self.build_stage is None or self._prefetch_matches(new, new_pp):
+            return True
+        began = time.perf_counter()
+        module, optimizer = self.build_stage(new_pp)
+        self._prefetch = _Prefetch(_ring_key(new), new.version, new_pp, self._split_key(), module, optimizer)
+        self.prefetch_log.append({"iteration": iteration, "topology": new.version, "what": "build",
+                                  "ms": round((time.perf_counter() - began) * 1000.0, 3)})
+        return True
+
+    def _split_key(self) -> Optional[Tuple[int, ...]]:
+        return tuple(self.split) if self.split is not None else None
+
+    def _prefetch_matches(self, layout: Layout, pp: int) -> bool:
+        p = self._prefetch
+        return (p is not None and p.topology == layout.version and p.key == _ring_key(layout) and p.pp == pp
+                and p.split == self._split_key())
+
+    def _take_prefetch(self, layout: Layout, pp: int) -> Optional[Tuple[torch.nn.Module, torch.optim.Optimizer]]:
+        """The module and optimizer built during the lead iterations for stage pp of `layout`, if
+        they still fit (same layout, same layer split), else None."""
+        if not self._prefetch_matches(layout, pp):
+            return None
+        return self._prefetch.module, self._prefetch.optimizer
+
+    def _prepared_key(self) -> int:
+        """What this rank puts in the agreement: a 56-bit key of the rings of the layout it has
+        prepared (0: none)."""
+        if self._prepared is None:
+            return 0
+        digest = hashlib.sha256(repr(_ring_key(self._prepared)).encode()).digest()
+        return int.from_bytes(digest[:7], "big") + 1
+
+    def _create_agreed_groups(self, agreed: int) -> None:
+        """Every rank has prepared the same layout (the agreement's MIN and MAX of the key match):
+        create its groups now, at this same boundary everywhere, instead of at k."""
+        if agreed == 0 or self._prepared is None or self._prepared_key() != agreed or self.layout.dp < 2:
+            return
+        if _ring_key(self._prepared) in self._groups:
+            return
+        began = time.perf_counter()
+        self._groups_of(self._prepared)
+        self.prefetch_log.append({"iteration": self.iteration, "topology": self._prepared.version, "what": "groups",
+                                  "ms": round((time.perf_counter() - began) * 1000.0, 3)})
 
     # ------------------------------------------------------------------ layer split changes
     def _move_layers(self, layers: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -177,11 +346,20 @@ class RankRuntime:
 
     # ------------------------------------------------------------------ agreement
     def _agree(self, local: int, first: bool) -> int:
+        """k (sec. 5.2): MIN of the local versions, MAX at the first iteration, in one all-reduce MIN
+        (MAX as -MIN of -v) that also carries the key of the layout each rank has prepared and its
+        negation: where MIN(key) == -MIN(-key) every rank has prepared that layout, and all create
+        its groups at this boundary."""
         if self.agreement == "skip":
             return local  # deliberately broken: each rank runs what it alone knows (tests only)
-        value = torch.tensor([local], dtype=torch.int64)
-        dist.all_reduce(value, op=dist.ReduceOp.MAX if first else dist.ReduceOp.MIN, group=self.group)
-        return int(value.item())
+        key = self._prepared_key()
+        value = torch.tensor([-local if first else local, key, -key], dtype=torch.int64)
+        dist.all_reduce(value, op=dist.ReduceOp.MIN, group=self.group)
+        low, high = int(value[1].item()), -int(value[2].item())
+        if low == high:
+            self._create_agreed_groups(low)
+        k = int(value[0].item())
+        return -k if first else k
 
     # ------------------------------------------------------------------ the loop
     def run(self, iterations: int, start: int = 0) -> None:

@@ -58,12 +58,13 @@ def main(config_path: str, rank: int) -> int:
         control, reporting = connect(c["redis"], c["job"], rank, stages, dp, timeout_s=c["timeoutS"]), True
     runtime = PipelineTrainer(build_model(c), control, dp, rank, c.get("checkpointDir"), reporting, c["agreement"],
                               control_group, c["compute"], times_for, DelayFile(c.get("delays"), stages - 1),
-                              parse_noise(c.get("noise")), c.get("handoff", "load"), c.get("dpReduce", "ring"),
+                              parse_noise(c.get("noise")), c.get("handoff", "stream"), c.get("dpReduce", "ring"),
                               c.get("faults"), c["startTime"], compute_slow=parse_compute_slow(c.get("computeSlow")))
     dist.barrier(group=control_group)
     runtime.run(c["iterations"])
     dist.barrier(group=control_group)
-    result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "noise": runtime.noise_log, "paramsDigest": runtime.params_digest()}
+    result = {"rank": rank, "dp": runtime.dp, "pp": runtime.pp, "iterations": runtime.records, "links": runtime.link_log, "noise": runtime.noise_log, "paramsDigest": runtime.params_digest(),
+              "remaps": runtime.remap_log, "prefetches": runtime.prefetch_log}
     if runtime.split is not None:
         result["split"], result["moves"] = runtime.split, runtime.move_log
     if c.get("saveParams"):

@@ -212,6 +212,35 @@ class DataParallel(unittest.TestCase):
         _, broken = self.train(self, self.PLAN, "--handoff", "skip")  # moved ranks keep their old stage's weights
         self.assertEqual([broken[1], broken[2]], [False, False])
 
+    def test_moved_ranks_prefetch_during_the_lead_iterations_and_only_the_state_moves_at_k(self):
+        # The default handoff ("stream"): the moved ranks 1 and 2 built their new stage when they heard
+        # the re-map (iteration 0), every rank created the new rings' groups at the same boundary
+        # before k = 2, and at k only the state went point to point: no checkpoint, no barrier.
+        result, _ = self.correct_run()
+        for r in result["ranks"]:
+            builds = [p for p in r["prefetches"] if p["what"] == "build"]
+            groups = [p for p in r["prefetches"] if p["what"] == "groups"]
+            self.assertEqual([p["iteration"] for p in builds], [0] if r["rank"] in (1, 2) else [])
+            self.assertEqual([p["iteration"] for p in groups], [0])
+            (remap,) = r["remaps"]
+            self.assertEqual((remap["iteration"], remap["handoff"], remap["moved"]), (2, "stream", r["rank"] in (1, 2)))
+            self.assertNotIn("barrierMs", remap)
+
+    def test_the_checkpoint_handoff_still_trains_exactly(self):
+        result, matches = self.train(self, self.PLAN, "--handoff", "load")
+        self.assertEqual(matches, [True] * 4)
+        self.assertEqual([r["remaps"][0]["handoff"] for r in result["ranks"]], ["load"] * 4)
+        self.assertEqual([r["prefetches"] for r in result["ranks"]], [[]] * 4)
+
+    def test_a_handoff_of_the_state_copied_at_the_prepare_is_caught(self):
+        # The re-map heard at iteration 1 (between its two steps); the holders send the state they had
+        # then instead of the state after k - 1 = 1's step: the moved ranks train on stale weights.
+        late = [self.PLAN[0], dict(self.PLAN[1], heardAt={str(r): 1 for r in range(4)})]
+        result, good = self.train(self, late)
+        self.assertEqual(good, [True] * 4)
+        _, broken = self.train(self, late, "--handoff", "early")
+        self.assertEqual([broken[1], broken[2]], [False, False])  # (their gradients then skew the replicas' mean too)
+
 class LaunchReport(unittest.TestCase):
     """What the launcher says of a failed rank: its exception, not the native noise after it."""
 
