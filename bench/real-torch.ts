@@ -49,8 +49,12 @@ export interface GptShape {
 }
 
 interface RankRecord { iteration: number; version: number; ms: number; topology?: number; dp?: number; pp?: number; loss?: number }
+/** A rank's re-map at k, ms by phase (pipemorph/runtime.py remap_log): saveMs barrierMs buildMs loadMs (handoff "load"), streamMs buildMs loadMs ("stream"), groupsMs sendersMs. */
+type RemapPhases = Record<string, number | boolean | string>;
+/** What a rank prepared during the lead iterations (runtime.py prefetch_log): its new stage built, the new rings' groups created. */
+interface Prefetch { iteration: number; topology: number; what: 'build' | 'groups'; ms: number }
 interface LaunchResult {
-  ranks: Array<{ rank: number; dp: number; pp: number; iterations: RankRecord[] }>;
+  ranks: Array<{ rank: number; dp: number; pp: number; iterations: RankRecord[]; remaps?: RemapPhases[]; prefetches?: Prefetch[] }>;
   iterations: Array<{ iteration: number; versions: number[]; topologies: number[]; ms: number }>;
   loss: Array<number | null>;
   mixedIterations: number[];
@@ -69,7 +73,11 @@ interface LaunchOptions {
   registration?: Registration;
   momentum?: number;
   timeoutS?: number;
+  /** How a re-map hands stage state over (launcher --handoff): stream (prefetch + point to point, the default) or load (checkpoint file + barrier at k). */
+  handoff?: Handoff;
 }
+
+export type Handoff = 'stream' | 'load';
 
 /** One job of real rank processes through `python3 -m pipemorph.launch --model gpt --compute torch`. */
 function launch(o: LaunchOptions): Promise<LaunchResult> {
@@ -84,7 +92,7 @@ function launch(o: LaunchOptions): Promise<LaunchResult> {
     '--iterations', `${o.iterations}`, '--compute', 'torch', '--model', 'gpt', '--hidden', `${g.dModel}`, '--heads', `${g.heads}`,
     '--seq', `${g.seq}`, '--rows', `${g.rows}`, '--layers', `${g.layers}`, '--vocab', `${g.vocab}`, '--lr', '0.1',
     '--momentum', `${o.momentum ?? 0.9}`, '--delays', file('delays.txt', o.delays), '--timeout-s', `${o.timeoutS ?? 180}`,
-    '--checkpoint-dir', join(dir, 'checkpoints'), '--out', join(dir, 'result.json')];
+    '--checkpoint-dir', join(dir, 'checkpoints'), '--out', join(dir, 'result.json'), '--handoff', o.handoff ?? 'stream'];
   if (o.schedule) args.push('--schedule', file('schedule.json', o.schedule));
   else {
     if (!o.redisUrl || !o.jobId) throw new Error('launch: give a schedule, or redisUrl and jobId');
@@ -328,12 +336,15 @@ export interface RemapScenario {
   iterations: number;
   /** What the registration declares each rank all-reduces per iteration (as test/real-remap.e2e.test.ts: a real model's size). */
   gradientBytes: number;
-  /** Runs of the same job (the switch iteration is one sample per run). */
+  /** Runs of the same job per handoff (the switch iteration is one sample per run). */
   repeats: number;
+  /** The re-map handoffs measured, each in `repeats` runs; the row's top-level numbers are the first's. */
+  handoffs: Handoff[];
 }
 
 /** One run of the re-map scenario, as the ranks measured it. */
 export interface RemapRun {
+  handoff: Handoff;
   /** The iteration every rank ran the new layout from and the schedule version that brought it. */
   switchIteration: number | null;
   version: number | null;
@@ -355,6 +366,27 @@ export interface RemapRun {
   /** The schedule version the ranks ran, per iteration. */
   versions: number[];
   mixedIterations: number;
+  /** The re-map at k by phase, the most any rank spent in each (ms); ms: the slowest rank's whole re-map. */
+  switchPhasesMs: Record<string, number>;
+  /** Lead-iteration work (handoff "stream"): the most any rank spent building its new stage, creating the new groups (ms), and the iterations they ran in. */
+  prefetch: { buildMs: number | null; groupsMs: number | null; iterations: number[] };
+  /** The iterations that did lead-iteration work, minus beforeMs: what the prefetch cost them (ms each). */
+  leadExtraMs: number[];
+}
+
+/** One handoff's medians over its runs. */
+export interface RemapHandoffSummary {
+  runs: number;
+  remapped: number;
+  beforeMs: number;
+  switchMs: number | null;
+  afterMs: number | null;
+  handoffCostMs: number | null;
+  /** Median over the runs of each phase of switchPhasesMs. */
+  switchPhasesMs: Record<string, number>;
+  prefetchBuildMs: number | null;
+  prefetchGroupsMs: number | null;
+  leadExtraMs: number | null;
 }
 
 export interface RemapRow {
@@ -386,6 +418,44 @@ export interface RemapRow {
   pricedHandoffMs: number | null;
   mixedIterations: number;
   loadAverage: { before: number[]; after: number[] };
+  /** The same measurement per handoff (stream: prefetch during the lead iterations + point-to-point state at k; load: checkpoint file + barrier + groups at k). */
+  byHandoff: Partial<Record<Handoff, RemapHandoffSummary>>;
+}
+
+/** Most any rank spent in each phase of its re-map at k. */
+function switchPhases(run: LaunchResult): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of run.ranks) {
+    for (const [phase, v] of Object.entries(r.remaps?.[0] ?? {})) {
+      if ((phase.endsWith('Ms') || phase === 'ms') && typeof v === 'number') out[phase] = Math.max(out[phase] ?? 0, v);
+    }
+  }
+  return out;
+}
+
+function prefetchOf(run: LaunchResult): RemapRun['prefetch'] {
+  const all = run.ranks.flatMap((r) => r.prefetches ?? []);
+  const most = (what: Prefetch['what']) => {
+    const ms = all.filter((p) => p.what === what).map((p) => p.ms);
+    return ms.length ? Math.max(...ms) : null;
+  };
+  return { buildMs: most('build'), groupsMs: most('groups'), iterations: [...new Set(all.map((p) => p.iteration))].sort((a, b) => a - b) };
+}
+
+function summarizeHandoff(runs: RemapRun[]): RemapHandoffSummary {
+  const phases = [...new Set(runs.flatMap((r) => Object.keys(r.switchPhasesMs)))];
+  return {
+    runs: runs.length,
+    remapped: runs.filter((r) => r.switchIteration !== null).length,
+    beforeMs: median(runs.map((r) => r.beforeMs)),
+    switchMs: medianOrNull(runs.map((r) => r.switchMs)),
+    afterMs: medianOrNull(runs.map((r) => r.afterMs)),
+    handoffCostMs: medianOrNull(runs.map((r) => r.handoffCostMs)),
+    switchPhasesMs: Object.fromEntries(phases.map((p) => [p, Math.round(10 * (medianOrNull(runs.map((r) => r.switchPhasesMs[p] ?? null)) ?? 0)) / 10])),
+    prefetchBuildMs: medianOrNull(runs.map((r) => r.prefetch.buildMs)),
+    prefetchGroupsMs: medianOrNull(runs.map((r) => r.prefetch.groupsMs)),
+    leadExtraMs: medianOrNull(runs.flatMap((r) => r.leadExtraMs)),
+  };
 }
 
 const medianOrNull = (xs: Array<number | null>): number | null => {
@@ -403,10 +473,13 @@ export async function runRemapScenario(redis: Redis, redisUrl: string, s: RemapS
   log(`  ${s.name}: measured op times F ${op.fMs.join('/')} B ${op.bMs.join('/')} W ${op.wMs.join('/')} ms`);
   const runs: RemapRun[] = [];
   let initial: PublishedSchedule | null = null;
-  for (let k = 0; k < s.repeats; k++) {
+  // Alternating the handoffs run by run, so a change of the machine's load hits both alike.
+  const plan = Array.from({ length: s.repeats }, () => s.handoffs).flat();
+  for (let k = 0; k < plan.length; k++) {
+    const handoff = plan[k];
     const jobId = `bench-real-remap-${k}-${Date.now().toString(36)}`;
     const reg = registration(jobId, s.stages, s.dp, s.microbatches, op, { dataParallel: { gradientBytes: new Array(s.stages).fill(s.gradientBytes) } }, rack);
-    const live = launch({ stages: s.stages, dp: s.dp, microbatches: s.microbatches, iterations: s.iterations, gpt: s.gpt, delays: `pair:${pairs.join(',')}`, redisUrl, jobId, registration: reg });
+    const live = launch({ stages: s.stages, dp: s.dp, microbatches: s.microbatches, iterations: s.iterations, gpt: s.gpt, delays: `pair:${pairs.join(',')}`, redisUrl, jobId, registration: reg, handoff });
     initial = initial ?? (await waitForSchedule(redis, jobId));
     const { result: run, versions } = await watchSchedules(redis, jobId, live);
     const decisions = await decisionsOf(daemonUrl, jobId, log);
@@ -416,11 +489,14 @@ export async function runRemapScenario(redis: Redis, redisUrl: string, s: RemapS
     const after = at > 0 ? ms.slice(at + 2) : [];
     const afterMs = after.length ? median(after) : null;
     const switchMs = at > 0 ? ms[at] : null;
+    const beforeMs = median(ms.slice(1, at > 0 ? at : ms.length));
+    const prefetch = prefetchOf(run);
     const r: RemapRun = {
+      handoff,
       switchIteration: at > 0 ? at : null,
       version: remap?.version ?? null,
       moved: remap?.topology?.moved ?? [],
-      beforeMs: median(ms.slice(1, at > 0 ? at : ms.length)),
+      beforeMs,
       switchMs,
       afterMs,
       handoffCostMs: switchMs !== null && afterMs !== null ? switchMs - afterMs : null,
@@ -430,14 +506,21 @@ export async function runRemapScenario(redis: Redis, redisUrl: string, s: RemapS
       iterationMs: ms.map((x) => Math.round(x * 10) / 10),
       versions: run.iterations.map((it) => it.versions[0]),
       mixedIterations: run.mixedIterations.length,
+      switchPhasesMs: switchPhases(run),
+      prefetch,
+      leadExtraMs: prefetch.iterations.filter((i) => at < 0 || i < at).map((i) => Math.round(10 * (ms[i] - beforeMs)) / 10),
     };
     runs.push(r);
-    log(`  run ${k + 1}: before ${r.beforeMs.toFixed(0)} ms | switch iteration ${r.switchIteration ?? '-'} ${r.switchMs?.toFixed(0) ?? '-'} ms | after ${r.afterMs?.toFixed(0) ?? '-'} ms | handoff cost ${r.handoffCostMs?.toFixed(0) ?? '-'} ms | moved ${r.moved.join(',')} | ms ${r.iterationMs.map((x, i) => `${x.toFixed(0)}(v${r.versions[i]})`).join(' ')}`);
+    log(`  run ${k + 1} (${handoff}): phases at k ${Object.entries(r.switchPhasesMs).map(([p, v]) => `${p} ${v.toFixed(1)}`).join(' ')} | prefetch build ${r.prefetch.buildMs?.toFixed(1) ?? '-'} groups ${r.prefetch.groupsMs?.toFixed(1) ?? '-'} ms at ${r.prefetch.iterations.join(',')} (lead iterations +${r.leadExtraMs.join('/')} ms)`);
+    log(`  run ${k + 1} (${handoff}): before ${r.beforeMs.toFixed(0)} ms | switch iteration ${r.switchIteration ?? '-'} ${r.switchMs?.toFixed(0) ?? '-'} ms | after ${r.afterMs?.toFixed(0) ?? '-'} ms | handoff cost ${r.handoffCostMs?.toFixed(0) ?? '-'} ms | moved ${r.moved.join(',')} | ms ${r.iterationMs.map((x, i) => `${x.toFixed(0)}(v${r.versions[i]})`).join(' ')}`);
   }
+  const byHandoff: Partial<Record<Handoff, RemapHandoffSummary>> = {};
+  for (const h of s.handoffs) byHandoff[h] = summarizeHandoff(runs.filter((r) => r.handoff === h));
+  const main = runs.filter((r) => r.handoff === s.handoffs[0]);
   const healthy = await launch({ stages: s.stages, dp: s.dp, microbatches: s.microbatches, iterations: 16, gpt: s.gpt, delays: 'none', schedule: initial! });
-  const first = runs.find((r) => r.switchIteration !== null);
-  const afterMs = medianOrNull(runs.map((r) => r.afterMs));
-  const predictedAfterMs = medianOrNull(runs.map((r) => r.predictedAfterMs));
+  const first = main.find((r) => r.switchIteration !== null);
+  const afterMs = medianOrNull(main.map((r) => r.afterMs));
+  const predictedAfterMs = medianOrNull(main.map((r) => r.predictedAfterMs));
   return {
     name: s.name,
     stages: s.stages,
@@ -451,18 +534,19 @@ export async function runRemapScenario(redis: Redis, redisUrl: string, s: RemapS
     measuredOpMs: op,
     healthyMs: median(window(healthy, 2)),
     runs,
-    remapped: runs.filter((r) => r.switchIteration !== null).length,
+    remapped: main.filter((r) => r.switchIteration !== null).length,
     switchIteration: first?.switchIteration ?? null,
     moved: first?.moved ?? [],
-    beforeMs: median(runs.map((r) => r.beforeMs)),
-    switchMs: medianOrNull(runs.map((r) => r.switchMs)),
+    beforeMs: median(main.map((r) => r.beforeMs)),
+    switchMs: medianOrNull(main.map((r) => r.switchMs)),
     afterMs,
-    handoffCostMs: medianOrNull(runs.map((r) => r.handoffCostMs)),
-    predictedBeforeMs: medianOrNull(runs.map((r) => r.predictedBeforeMs)),
+    handoffCostMs: medianOrNull(main.map((r) => r.handoffCostMs)),
+    predictedBeforeMs: medianOrNull(main.map((r) => r.predictedBeforeMs)),
     predictedAfterMs,
     predictionError: predictedAfterMs !== null && afterMs !== null ? (predictedAfterMs - afterMs) / afterMs : null,
-    pricedHandoffMs: medianOrNull(runs.map((r) => r.pricedMs)),
+    pricedHandoffMs: medianOrNull(main.map((r) => r.pricedMs)),
     mixedIterations: runs.reduce((a, r) => a + r.mixedIterations, 0) + healthy.mixedIterations.length,
     loadAverage: { before, after: loadavg() },
+    byHandoff,
   };
 }

@@ -213,7 +213,7 @@ function torchScenarios(): TorchScenario[] {
 
 /** test/real-remap.e2e.test.ts's data-parallel straggler with the GPT: 2 racks, every message between them 30 ms slow. */
 function remapScenario(): RemapScenario {
-  return { name: 'GPT d32, 2-stage x dp 2, rings across a 30 ms rack uplink', stages: 2, dp: 2, microbatches: 4, gpt: GPT_SHARED, crossRackMs: 30, iterations: QUICK ? 20 : 40, gradientBytes: 3.5e9, repeats: QUICK ? 1 : 3 };
+  return { name: 'GPT d32, 2-stage x dp 2, rings across a 30 ms rack uplink', stages: 2, dp: 2, microbatches: 4, gpt: GPT_SHARED, crossRackMs: 30, iterations: QUICK ? 20 : 40, gradientBytes: 3.5e9, repeats: QUICK ? 1 : 3, handoffs: ['stream', 'load'] };
 }
 
 interface RealResults {
@@ -266,6 +266,7 @@ async function main(): Promise<void> {
     if (RUN_REMAP) {
       remap = await runRemapScenario(redis, REDIS_URL, remapScenario(), (line) => console.log(line), daemonUrl);
       console.log(`${remap.name}: healthy ${fmt(remap.healthyMs)} ms | before ${fmt(remap.beforeMs)} ms | switch iteration ${fmt(remap.switchMs)} ms | after ${fmt(remap.afterMs)} ms | handoff cost ${fmt(remap.handoffCostMs)} ms (priced ${fmt(remap.pricedHandoffMs)}) | predicted ${fmt(remap.predictedBeforeMs)} -> ${fmt(remap.predictedAfterMs)} | re-mapped in ${remap.remapped} of ${remap.runs.length} runs, moved ${remap.moved.join(',')}`);
+      for (const [h, v] of Object.entries(remap.byHandoff)) console.log(`  handoff ${h}: before ${fmt(v.beforeMs)} | switch ${fmt(v.switchMs)} | after ${fmt(v.afterMs)} | cost ${fmt(v.handoffCostMs)} ms | at k ${Object.entries(v.switchPhasesMs).map(([p, x]) => `${p} ${x}`).join(' ')} | prefetch build ${fmt(v.prefetchBuildMs, 1)} groups ${fmt(v.prefetchGroupsMs, 1)} lead +${fmt(v.leadExtraMs)} ms`);
     }
     if (RUN_REBALANCE) {
       rebalance = await runRealRebalanceScenario(realRebalanceScenario(QUICK), (line) => console.log(line));
