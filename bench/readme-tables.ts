@@ -54,7 +54,22 @@ function realRemapTable(r: Json): string {
     '| scenario | healthy (no delay) | before the re-map | switch iteration (handoff) | after | handoff cost (switch - after) | priced by the cost gate | ranks moved | daemon predicted before -> after (error after) |',
     '|---|---|---|---|---|---|---|---|---|',
     `| ${m.name} (${m.runs.length} runs, re-mapped in ${m.remapped}) | ${fmt(m.healthyMs)} | ${fmt(m.beforeMs)} | ${m.switchMs === null ? 'no re-map' : `${fmt(m.switchMs)} (iteration ${(m.runs as Json[]).map((x) => x.switchIteration ?? '-').join(', ')})`} | ${fmt(m.afterMs)} | ${fmt(m.handoffCostMs)} (runs: ${(m.runs as Json[]).map((x) => fmt(x.handoffCostMs)).join(', ')}) | ${fmt(m.pricedHandoffMs)} | ${(m.moved as number[]).join(', ') || '-'} | ${fmt(m.predictedBeforeMs)} -> ${fmt(m.predictedAfterMs)} (${pct(m.predictionError)}) |`,
+    ...handoffRows(m),
   ].join('\n');
+}
+
+/** Per handoff (stream: prefetch + state point to point at k; load: checkpoint, barrier, groups at k), when the row measured both. */
+function handoffRows(m: Json): string[] {
+  const by = (m.byHandoff ?? {}) as Record<string, Json>;
+  if (!Object.keys(by).length) return [];
+  const costs = (h: string) => (m.runs as Json[]).filter((x) => x.handoff === h).map((x) => fmt(x.handoffCostMs)).join(', ');
+  const phases = (v: Json) => Object.entries(v.switchPhasesMs as Record<string, number>).filter(([p]) => p !== 'ms').map(([p, x]) => `${p.replace(/Ms$/, '')} ${fmt(x, 1)}`).join(', ');
+  return [
+    '',
+    '| handoff | runs | before | switch iteration | after | stall (switch - after) | the re-map at k, ms by phase (most any rank spent) | during the lead iterations |',
+    '|---|---|---|---|---|---|---|---|',
+    ...Object.entries(by).map(([h, v]) => `| ${h} | ${v.runs} | ${fmt(v.beforeMs)} | ${fmt(v.switchMs)} | ${fmt(v.afterMs)} | ${fmt(v.handoffCostMs)} (runs: ${costs(h)}) | ${phases(v)} (whole: ${fmt(v.switchPhasesMs.ms, 1)}) | ${v.prefetchBuildMs === null && v.prefetchGroupsMs === null ? '-' : `build ${fmt(v.prefetchBuildMs, 1)}, groups ${fmt(v.prefetchGroupsMs, 1)} ms; those iterations +${fmt(v.leadExtraMs)} ms`} |`),
+  ];
 }
 
 function topologyTable(r: Json): string {
