@@ -108,3 +108,26 @@ def test_stale_weights_after_a_remap_break_the_reference_check(reference):
     assert [got[1], got[6]] == [False, False]
     assert max_diff(result, params, modules) > 1e-3
     print("\nstale weights after the re-map: max |param - reference| %.3g" % max_diff(result, params, modules))
+
+
+def test_the_moved_ranks_built_their_stage_before_the_remap_and_got_only_the_state_at_it(correct):
+    # The correct run's re-map (heard at iteration 0, k = 4): ranks 1 and 6 built their new stage in
+    # the lead iterations, every rank created the new rings' groups at the same earlier boundary,
+    # and at k only the state moved, point to point (the parameters match the reference above).
+    result, _ = correct
+    for r in result["ranks"]:
+        assert [p["iteration"] for p in r["prefetches"] if p["what"] == "build"] == ([0] if r["rank"] in (1, 6) else [])
+        assert [p["iteration"] < 4 for p in r["prefetches"] if p["what"] == "groups"] == [True]
+        assert [(m["iteration"], m["handoff"]) for m in r["remaps"]] == [(4, "stream")]
+
+
+def test_a_handoff_of_the_state_copied_at_the_prepare_breaks_the_reference_check(reference):
+    # The re-map heard at iteration 2; the holders hand over the state they had then (a prefetch that
+    # copied the weights at the prepare), not the state after iteration 3's step.
+    modules, losses = reference
+    late = PLAN[:2] + [dict(PLAN[2], heardAt={str(r): 2 for r in range(S * DP)})]
+    result, params = train(late, ITERATIONS, DP, "--handoff", "early")
+    assert result["loss"][:4] == pytest.approx(losses[:4], abs=1e-4)  # the same run until the re-map
+    got = matches(result, params, modules)
+    assert [got[1], got[6]] == [False, False]
+    print("\nstate copied at the prepare: max |param - reference| %.3g" % max_diff(result, params, modules))
