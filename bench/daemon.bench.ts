@@ -24,7 +24,8 @@
  *     (PIPEMORPH_BENCH_ON_WORKER=1: every decision on the planning worker; own-core: the daemon on a core of its own)
  *   node dist/bench/daemon.bench.js isolation                   the planning-isolation rows
  *   node dist/bench/daemon.bench.js ingest                      the ingest drain
- * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process.
+ * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process;
+ * PIPEMORPH_BENCH_WARM_UP_ROUNDS=N overrides control.warmUpRounds (0: a daemon that decides cold).
  */
 import Redis from 'ioredis';
 import { spawnSync } from 'node:child_process';
@@ -66,6 +67,8 @@ function config(): PipemorphConfig {
   // dozens of them, longer than a trial's straggler, and the cost gate would decline every switch
   // as not paying back after its lead. The lead is handshake.minLeadIterations, as for 1 s iterations.
   c.handshake.leadMs = 0;
+  // The counterfactual: PIPEMORPH_BENCH_WARM_UP_ROUNDS=0 times a daemon that decides its first stragglers cold.
+  if (process.env.PIPEMORPH_BENCH_WARM_UP_ROUNDS !== undefined) c.control.warmUpRounds = Number(process.env.PIPEMORPH_BENCH_WARM_UP_ROUNDS);
   return c;
 }
 

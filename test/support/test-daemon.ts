@@ -42,6 +42,9 @@ export function testConfig(overrides: (c: PipemorphConfig) => void = () => undef
   config.handshake.retryBackoffMs = 100;
   config.handshake.leadMs = 0;
   config.handshake.minLeadIterations = 3;
+  // One round runs the warm-up's code; the production 16 (config/default.json) are for a daemon's
+  // first straggler decision, which bench:daemon times, not for tests that start hundreds of daemons.
+  config.control.warmUpRounds = 1;
   overrides(config);
   return config;
 }
