@@ -33,6 +33,7 @@ import { startDaemon } from '../src/daemon/start-daemon.util';
 import { PublishedSchedule, Registration } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { PYTHON, PYTHON_CLIENT } from '../src/real/real-job';
+import { waitForSchedule, watchSchedules } from './real-torch';
 
 export const REBALANCE_REDIS_URL = process.env.PIPEMORPH_REBALANCE_REDIS ?? 'redis://127.0.0.1:6379/6';
 const WARMUP = 3;
@@ -135,38 +136,6 @@ async function startRebalanceDaemon(redisUrl: string, rebalance: boolean): Promi
   config.rebalance.enabled = rebalance;
   const app = (await startDaemon(config)).app;
   return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
-}
-
-async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSchedule> {
-  for (let tries = 0; tries < 2400; tries++) {
-    const raw = await redis.get(jobKeys(jobId).schedule);
-    if (raw) return JSON.parse(raw) as PublishedSchedule;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no schedule for ${jobId}`);
-}
-
-/** Every schedule version the daemon prepared or committed for a job while `running` is pending. */
-async function watchSchedules<T>(redis: Redis, jobId: string, running: Promise<T>): Promise<{ result: T; versions: Map<number, PublishedSchedule> }> {
-  const keys = jobKeys(jobId);
-  const versions = new Map<number, PublishedSchedule>();
-  let done = false;
-  const poll = (async () => {
-    while (!done) {
-      for (const raw of await redis.mget(keys.schedule, keys.pending)) {
-        if (!raw) continue;
-        const sch = JSON.parse(raw) as PublishedSchedule;
-        if (!versions.has(sch.version)) versions.set(sch.version, sch);
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  })();
-  try {
-    return { result: await running, versions };
-  } finally {
-    done = true;
-    await poll;
-  }
 }
 
 interface Decision { iteration: number; kind: string; verdict: string; reason: string }

@@ -140,7 +140,8 @@ function registration(jobId: string, stages: number, dp: number, microbatches: n
   };
 }
 
-async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSchedule> {
+/** The job's committed schedule, once the daemon has published it (up to 2 minutes). */
+export async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSchedule> {
   for (let tries = 0; tries < 2400; tries++) {
     const raw = await redis.get(jobKeys(jobId).schedule);
     if (raw) return JSON.parse(raw) as PublishedSchedule;
@@ -150,7 +151,7 @@ async function waitForSchedule(redis: Redis, jobId: string): Promise<PublishedSc
 }
 
 /** Every schedule version the daemon prepared or committed for a job while `running` is pending (content and prediction). */
-async function watchSchedules<T>(redis: Redis, jobId: string, running: Promise<T>): Promise<{ result: T; versions: Map<number, PublishedSchedule> }> {
+export async function watchSchedules<T>(redis: Redis, jobId: string, running: Promise<T>): Promise<{ result: T; versions: Map<number, PublishedSchedule> }> {
   const keys = jobKeys(jobId);
   const versions = new Map<number, PublishedSchedule>();
   let done = false;
