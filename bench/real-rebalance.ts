@@ -25,14 +25,14 @@
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { startDaemon } from '../src/daemon/start-daemon.util';
 import { PublishedSchedule, Registration } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
-import { PYTHON, PYTHON_CLIENT } from '../src/real/real-job';
+import { jobFiles, PYTHON, PYTHON_CLIENT } from '../src/real/real-job';
 import { waitForSchedule, watchSchedules } from './real-torch';
 
 export const REBALANCE_REDIS_URL = process.env.PIPEMORPH_REBALANCE_REDIS ?? 'redis://127.0.0.1:6379/6';
@@ -63,12 +63,7 @@ interface LaunchResult {
 
 /** One job of real rank processes: `pipemorph.launch --model gpt --split ... [--compute-slow ...]`. */
 function launch(s: RebalanceScenario, o: { iterations: number; slow: boolean; schedule?: PublishedSchedule; redisUrl?: string; jobId?: string; registration?: Registration }): Promise<LaunchResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'pipemorph-real-rebalance-'));
-  const file = (name: string, content: unknown) => {
-    const path = join(dir, name);
-    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
-    return path;
-  };
+  const { dir, file } = jobFiles('pipemorph-real-rebalance-');
   const g = s.gpt;
   const args = ['-m', 'pipemorph.launch', '--stages', `${s.stages}`, '--microbatches', `${s.microbatches}`, '--iterations', `${o.iterations}`,
     '--compute', 'torch', '--model', 'gpt', '--hidden', `${g.dModel}`, '--heads', `${g.heads}`, '--seq', `${g.seq}`, '--rows', `${g.rows}`,

@@ -18,8 +18,8 @@
  */
 import Redis from 'ioredis';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
 import { parseDelaySpec } from '../src/emulator/delay/delay-spec';
@@ -27,7 +27,7 @@ import { DEFAULT_EMULATION, EmulatedJob } from '../src/emulator/emulated-job';
 import { replicaPlans } from '../src/emulator/replica-plans';
 import { PublishedSchedule, Registration } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
-import { PYTHON } from '../src/real/real-job';
+import { jobFiles, PYTHON } from '../src/real/real-job';
 
 /** clients/python of the repository above this file (dist/bench when built), else of the working directory. */
 function pythonClient(): string {
@@ -81,12 +81,7 @@ export type Handoff = 'stream' | 'load';
 
 /** One job of real rank processes through `python3 -m pipemorph.launch --model gpt --compute torch`. */
 function launch(o: LaunchOptions): Promise<LaunchResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'pipemorph-real-torch-'));
-  const file = (name: string, content: unknown) => {
-    const path = join(dir, name);
-    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
-    return path;
-  };
+  const { dir, file } = jobFiles('pipemorph-real-torch-');
   const g = o.gpt;
   const args = ['-m', 'pipemorph.launch', '--stages', `${o.stages}`, '--dp', `${o.dp}`, '--microbatches', `${o.microbatches}`,
     '--iterations', `${o.iterations}`, '--compute', 'torch', '--model', 'gpt', '--hidden', `${g.dModel}`, '--heads', `${g.heads}`,

@@ -34,17 +34,25 @@ export interface RealJobOptions {
   timeoutS?: number;
 }
 
+/** A fresh temporary folder for one job's files, and a writer of files in it (JSON unless given a string) that returns their paths. */
+export function jobFiles(prefix: string): { dir: string; file(name: string, content: unknown): string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    dir,
+    file(name: string, content: unknown): string {
+      const path = join(dir, name);
+      writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+      return path;
+    },
+  };
+}
+
 /**
  * Runs one job of real rank processes (one per stage, torch.distributed gloo on 127.0.0.1) through
  * clients/python's launcher and returns what the ranks measured in wall-clock time.
  */
 export function runRealJob(o: RealJobOptions): Promise<RealJobResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'pipemorph-real-'));
-  const file = (name: string, content: unknown) => {
-    const path = join(dir, name);
-    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
-    return path;
-  };
+  const { dir, file } = jobFiles('pipemorph-real-');
   const p = o.profile;
   const args = ['-m', 'pipemorph.launch', '--stages', `${p.stages}`, '--microbatches', `${p.microbatches}`, '--iterations', `${o.iterations}`,
     '--compute', o.compute, '--profile', file('profile.json', { fMs: p.fMs, bMs: p.bMs, wMs: p.wMs }), '--delays', file('delays.txt', o.delays),
