@@ -31,6 +31,12 @@ def _ring_key(layout: Layout) -> Tuple[Tuple[int, ...], ...]:
     return tuple(tuple(sorted(layout.ring(pp))) for pp in range(layout.stages))
 
 
+def layout_key(layout: Layout) -> int:
+    """A 56-bit key of a layout's rings (never 0: 0 means none prepared), for the agreement."""
+    digest = hashlib.sha256(repr(_ring_key(layout)).encode()).digest()
+    return int.from_bytes(digest[:7], "big") + 1
+
+
 @dataclass
 class _Prefetch:
     """What a moving rank built for its new stage during the lead iterations (sec. 5.5)."""
@@ -106,6 +112,7 @@ class RankRuntime:
         # prepared, its key in the agreement (0: none), the groups of every layout created so far (by
         # ring membership), and what a moving rank built for its new stage.
         self._prepared: Optional[Layout] = None
+        self._prepared_key = 0  # what this rank puts in the agreement for it (layout_key), kept: read every iteration
         self._groups: Dict[Tuple[Tuple[int, ...], ...], List[Any]] = {}
         self._prefetch: Optional[_Prefetch] = None
         self._early_state: Optional[Tuple[int, Dict[str, Any]]] = None  # handoff="early" (the fault): (topology, state)
@@ -243,7 +250,7 @@ class RankRuntime:
         if not topology or topology.get("version") == self.layout.version or self.handoff == "load":
             return True
         new = Layout.of_topology(self.stages, self.layout.dp, topology)
-        self._prepared = new
+        self._prepared, self._prepared_key = new, layout_key(new)
         new_pp = new.coords[self.rank][1]
         if self.handoff == "early" and self.layout.ring(self.pp)[0] == self.rank and self._early_state is None:
             state = {"module": self.executor.module.state_dict(), "optimizer": self.executor.optimizer.state_dict()}
@@ -272,18 +279,10 @@ class RankRuntime:
             return None
         return self._prefetch.module, self._prefetch.optimizer
 
-    def _prepared_key(self) -> int:
-        """What this rank puts in the agreement: a 56-bit key of the rings of the layout it has
-        prepared (0: none)."""
-        if self._prepared is None:
-            return 0
-        digest = hashlib.sha256(repr(_ring_key(self._prepared)).encode()).digest()
-        return int.from_bytes(digest[:7], "big") + 1
-
     def _create_agreed_groups(self, agreed: int) -> None:
         """Every rank has prepared the same layout (the agreement's MIN and MAX of the key match):
         create its groups now, at this same boundary everywhere, instead of at k."""
-        if agreed == 0 or self._prepared is None or self._prepared_key() != agreed or self.layout.dp < 2:
+        if agreed == 0 or self._prepared is None or self._prepared_key != agreed or self.layout.dp < 2:
             return
         if _ring_key(self._prepared) in self._groups:
             return
@@ -352,7 +351,7 @@ class RankRuntime:
         its groups at this boundary."""
         if self.agreement == "skip":
             return local  # deliberately broken: each rank runs what it alone knows (tests only)
-        key = self._prepared_key()
+        key = self._prepared_key
         value = torch.tensor([-local if first else local, key, -key], dtype=torch.int64)
         dist.all_reduce(value, op=dist.ReduceOp.MIN, group=self.group)
         low, high = int(value[1].item()), -int(value[2].item())
