@@ -29,4 +29,4 @@ COPY schemas ./schemas
 USER 1000:1000
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=3s CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "dist/src/daemon/main.js"]
+CMD ["node", "--no-memory-reducer", "dist/src/daemon/main.js"]

@@ -583,6 +583,8 @@ async function main(): Promise<void> {
       trials: ms.length, p50Ms: percentile(ms, 50), p90Ms: percentile(ms, 90), p99Ms: percentile(ms, 99), maxMs: Math.max(...ms),
       storedP50Ms: percentile(stored, 50), storedP99Ms: percentile(stored, 99), redisP50Ms: percentile(onRedis, 50), redisP99Ms: percentile(onRedis, 99), redisMaxMs: Math.max(...onRedis), redisMs: onRedis,
       meanWriteMs: mean((t) => t.writeMs), meanLoopStallMs: mean((t) => t.loopStallMs), meanGcMs: mean((t) => t.gcMs), planning,
+      // The slowest trials whole, with their index: whether the tail is early (cold) or spread.
+      slowest: trials.map((t, index) => ({ index, ...t })).sort((a, b) => b.redisMs - a.redisMs).slice(0, 5),
     }));
     await redis.quit();
     return;

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PipemorphConfig } from '../../src/daemon/config/pipemorph-config.type';
+import { DAEMON_NODE_FLAGS } from '../../src/daemon/runtime/node-flags';
 import { freePort } from './redis-server';
 import { assertTestDatabase } from './test-daemon';
 
@@ -56,7 +57,7 @@ export class DaemonProcess {
     delete env.PORT;
     // PIPEMORPH_DAEMON_NODE_ARGS: extra node flags for the daemon only (e.g. --cpu-prof when profiling a bench).
     const nodeArgs = (process.env.PIPEMORPH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    const child = spawn(process.execPath, [...nodeArgs, DAEMON_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...nodeArgs, DAEMON_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
     this.child = child;
