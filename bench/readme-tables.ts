@@ -50,10 +50,13 @@ function realRemapTable(r: Json): string {
   const m = r.torch?.remap;
   if (!m) return '(not measured yet: `PIPEMORPH_BENCH_ONLY=remap npm run bench:real`)';
   const pct = (x: number | null) => (x === null ? '-' : `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`);
+  // With several handoffs measured, the row's medians are those of the first (the shipped default).
+  const main = (m.runs as Json[]).filter((x) => x.handoff === undefined || x.handoff === (m.runs as Json[])[0].handoff);
+  const over = main.length < m.runs.length ? `; medians of the ${main.length} \`${main[0].handoff}\` runs` : '';
   return [
     '| scenario | healthy (no delay) | before the re-map | switch iteration (handoff) | after | handoff cost (switch - after) | priced by the cost gate | ranks moved | daemon predicted before -> after (error after) |',
     '|---|---|---|---|---|---|---|---|---|',
-    `| ${m.name} (${m.runs.length} runs, re-mapped in ${m.remapped}) | ${fmt(m.healthyMs)} | ${fmt(m.beforeMs)} | ${m.switchMs === null ? 'no re-map' : `${fmt(m.switchMs)} (iteration ${(m.runs as Json[]).map((x) => x.switchIteration ?? '-').join(', ')})`} | ${fmt(m.afterMs)} | ${fmt(m.handoffCostMs)} (runs: ${(m.runs as Json[]).map((x) => fmt(x.handoffCostMs)).join(', ')}) | ${fmt(m.pricedHandoffMs)} | ${(m.moved as number[]).join(', ') || '-'} | ${fmt(m.predictedBeforeMs)} -> ${fmt(m.predictedAfterMs)} (${pct(m.predictionError)}) |`,
+    `| ${m.name} (${m.runs.length} runs, re-mapped in ${m.remapped}${over}) | ${fmt(m.healthyMs)} | ${fmt(m.beforeMs)} | ${m.switchMs === null ? 'no re-map' : `${fmt(m.switchMs)} (iteration ${main.map((x) => x.switchIteration ?? '-').join(', ')})`} | ${fmt(m.afterMs)} | ${fmt(m.handoffCostMs)} (runs: ${main.map((x) => fmt(x.handoffCostMs)).join(', ')}) | ${fmt(m.pricedHandoffMs)} | ${(m.moved as number[]).join(', ') || '-'} | ${fmt(m.predictedBeforeMs)} -> ${fmt(m.predictedAfterMs)} (${pct(m.predictionError)}) |`,
     ...handoffRows(m),
   ].join('\n');
 }

@@ -530,7 +530,7 @@ export async function runRemapScenario(redis: Redis, redisUrl: string, s: RemapS
     measuredOpMs: op,
     healthyMs: median(window(healthy, 2)),
     runs,
-    remapped: main.filter((r) => r.switchIteration !== null).length,
+    remapped: runs.filter((r) => r.switchIteration !== null).length,
     switchIteration: first?.switchIteration ?? null,
     moved: first?.moved ?? [],
     beforeMs: median(main.map((r) => r.beforeMs)),
