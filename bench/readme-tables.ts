@@ -75,6 +75,27 @@ function handoffRows(m: Json): string[] {
   ];
 }
 
+/** bench:real's re-balancing row (bench/real-rebalance.ts): medians over its rounds, each round's after beside them. */
+export function realRebalanceTable(results: Json): string {
+  const r = results.rebalance;
+  if (!r) return '(not measured yet: `PIPEMORPH_BENCH_ONLY=rebalance npm run bench:real`)';
+  const lines = [
+    `${r.name}: rank ${r.slowRank} ${r.slowFactor}x slower in compute from iteration ${r.slowFrom}; ${r.repeats ?? 1} rounds, medians over them; healthy ${fmt(r.healthyMs)} ms (rounds: ${((r.healthyRoundsMs ?? [r.healthyMs]) as number[]).map((x) => fmt(x)).join(', ')}), scaled to the remaining compute ${fmt(r.healthyScaledMs)} ms.`,
+    '',
+    '| policy | before | during (onset to the move) | after (each round) | after / scaled healthy (median of the rounds) | move iteration (stall) | blocks per stage at the end |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const p of ['no-adaptation', 'replan-only', 'pipemorph']) {
+    const x = r.policies[p];
+    const each = (x.rounds ?? []) as Json[];
+    const moves = each.filter((w) => w.moveIteration !== null);
+    const move = moves.length ? `${moves.map((w) => w.moveIteration).join(', ')} (${fmt(x.moveCostMs)} ms)` : '-';
+    const splits = [...new Set((each.length ? each : [x]).map((w) => (w.perStage as number[]).join(',')))].join(' / ');
+    lines.push(`| ${p} | ${fmt(x.beforeMs)} | ${fmt(x.duringMs)} | ${fmt(x.afterMs)} (${each.map((w) => fmt(w.afterMs)).join(', ')}) | ${x.overScaled.toFixed(3)}x | ${move} | ${splits} |`);
+  }
+  return lines.join('\n');
+}
+
 function topologyTable(r: Json): string {
   const before = (r.perSeed as Json[]).map((x) => x.predictedIterationMsBefore as number);
   const rb = r.rackBoundary;
@@ -420,6 +441,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
   'real-torch': realTorchTable,
   'real-remap': realRemapTable,
+  'real-rebalance': realRebalanceTable,
   topology: topologyTable,
   prediction: predictionTable,
   e2e: e2eTable,
@@ -448,6 +470,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
 const FILES: Record<string, string | string[]> = {
   'real-torch': 'real',
   'real-remap': 'real',
+  'real-rebalance': 'real',
   'e2e-dp': 'e2e',
   'e2e-paced': 'e2e',
   'e2e-rebalance': 'e2e',

@@ -51,6 +51,12 @@ export interface RebalanceScenario {
   iterations: number;
   /** Steady iterations at the end the "after" figure is taken over. */
   after: number;
+  /**
+   * Rounds of the four runs (pipemorph, re-planning alone, healthy, no adaptation, in that order in
+   * every round): the same static schedule on the same 2 ranks measured 296 and 387 ms in two
+   * back-to-back runs on a quiet machine, so one run per policy is not a measurement.
+   */
+  repeats: number;
 }
 
 interface RankRecord { iteration: number; version: number; ms: number; layers?: number; moveMs?: number; loss?: number }
@@ -161,13 +167,26 @@ async function calibrate(redis: Redis, redisUrl: string, s: RebalanceScenario): 
   return { fMs: per.map((p) => r1(median(p.f))), bMs: per.map((p) => r1(median(p.b))), wMs: per.map((p) => r1(median(p.w))) };
 }
 
+/** One round's figures for one policy. */
+export interface RebalanceRoundResult {
+  beforeMs: number;
+  duringMs: number;
+  afterMs: number;
+  overScaled: number;
+  moveIteration: number | null;
+  moveCostMs: number | null;
+  perStage: number[];
+}
+
 export interface RebalancePolicyResult {
+  /** Every round's figures; the fields below are their medians, and the traces are the first round's. */
+  rounds: RebalanceRoundResult[];
   /** Medians (ms) of the windows; means beside them. */
   beforeMs: number;
   duringMs: number;
   afterMs: number;
   afterMeanMs: number;
-  /** afterMs / the healthy job scaled to the remaining compute. */
+  /** afterMs / the healthy job scaled to the remaining compute (each round against its own healthy run). */
   overScaled: number;
   /** Iterations at which the agreed version changed: what the schedule carried, that iteration's time, the ranks' moveMs. */
   switches: Array<{ iteration: number; version: number; kind: string | null; perStage: number[] | null; iterationMs: number; moveMs: number[] }>;
@@ -193,8 +212,10 @@ export interface RealRebalanceRow {
   slowFrom: number;
   iterations: number;
   measuredOpMs: OpTimes;
-  /** Median of the healthy run (iterations WARMUP on) and healthy x S / (S - 1 + 1 / factor). */
+  repeats: number;
+  /** Median over the rounds of the healthy runs' medians (iterations WARMUP on), and healthy x S / (S - 1 + 1 / factor). */
   healthyMs: number;
+  healthyRoundsMs: number[];
   healthyScaledMs: number;
   duringFrom: number;
   duringTo: number;
@@ -243,18 +264,9 @@ export async function runRealRebalanceScenario(s: RebalanceScenario, log: (line:
         await app.close();
       }
     };
-    const pipemorph = await daemonRun('pipemorph', true);
-    const replan = await daemonRun('replan', false);
-    // The static policies run the daemon's first plan (pipemorph's initial schedule) with no daemon.
-    const initial = pipemorph.initial;
-    const healthy = await launch(s, { iterations: Math.max(16, s.after + WARMUP), slow: false, schedule: initial });
-    const none: Run = { result: await launch(s, { iterations: s.iterations, slow: true, schedule: initial }), versions: new Map(), decisions: [] };
     const ms = (r: LaunchResult) => r.iterations.map((it) => it.ms);
-    const healthyMs = median(ms(healthy).slice(WARMUP));
-    const healthyScaledMs = (healthyMs * s.stages) / (s.stages - 1 + 1 / s.slowFactor);
-    const moves = switchesOf(pipemorph).filter((w) => w.iteration >= s.slowFrom);
-    const duringTo = moves.length ? moves[moves.length - 1].iteration : s.slowFrom;
-    const row = (run: Run): RebalancePolicyResult => {
+    type Policy = 'no-adaptation' | 'replan-only' | 'pipemorph';
+    const figures = (run: Run, healthyScaledMs: number, duringTo: number): RebalancePolicyResult => {
       const x = ms(run.result);
       const n = x.length;
       const switches = switchesOf(run);
@@ -264,15 +276,19 @@ export async function runRealRebalanceScenario(s: RebalanceScenario, log: (line:
       const move = [...switches].reverse().find((w) => w.perStage !== null && w.moveMs.length > 0);
       const splits = run.result.iterations[n - 1];
       const finalSchedule = run.versions.get(splits.versions[0]);
-      return {
+      const round: RebalanceRoundResult = {
         beforeMs: r1(median(x.slice(WARMUP, s.slowFrom))),
         duringMs: r1(median(x.slice(s.slowFrom, duringTo + 1))),
         afterMs: r1(afterMs),
-        afterMeanMs: r1(mean(x.slice(n - s.after))),
         overScaled: r3(afterMs / healthyScaledMs),
-        switches,
+        moveIteration: move?.iteration ?? null,
         moveCostMs: move ? r1(move.iterationMs - median(x.slice(move.iteration + 2))) : null,
         perStage: (finalSchedule?.layers?.perStage as number[] | undefined) ?? s.split,
+      };
+      return {
+        rounds: [round], ...round,
+        afterMeanMs: r1(mean(x.slice(n - s.after))),
+        switches,
         decisions: run.decisions,
         iterationMs: x.map(r1),
         versions: run.result.iterations.map((it) => it.versions[0]),
@@ -280,10 +296,49 @@ export async function runRealRebalanceScenario(s: RebalanceScenario, log: (line:
         mixedIterations: run.result.mixedIterations.length,
       };
     };
-    const policies = { 'no-adaptation': row(none), 'replan-only': row(replan), pipemorph: row(pipemorph) };
-    const pl = pipemorph.result.loss;
-    const nl = none.result.loss;
-    const diffs = pl.map((x, i) => (x !== null && nl[i] !== null && nl[i] !== undefined ? Math.abs(x - (nl[i] as number)) : null)).filter((x): x is number => x !== null);
+    const perRound: Array<Record<Policy, RebalancePolicyResult>> = [];
+    const healthyRoundsMs: number[] = [];
+    let lossMaxDiffVsStatic: number | null = null;
+    let duringTo = s.slowFrom;
+    for (let round = 0; round < s.repeats; round++) {
+      const pipemorph = await daemonRun('pipemorph', true);
+      const replan = await daemonRun('replan', false);
+      // The static policies run the daemon's first plan (pipemorph's initial schedule) with no daemon.
+      const healthy = await launch(s, { iterations: Math.max(16, s.after + WARMUP), slow: false, schedule: pipemorph.initial });
+      const none: Run = { result: await launch(s, { iterations: s.iterations, slow: true, schedule: pipemorph.initial }), versions: new Map(), decisions: [] };
+      const healthyMs = median(ms(healthy).slice(WARMUP));
+      healthyRoundsMs.push(r1(healthyMs));
+      const scaled = (healthyMs * s.stages) / (s.stages - 1 + 1 / s.slowFactor);
+      const moves = switchesOf(pipemorph).filter((w) => w.iteration >= s.slowFrom);
+      const to = moves.length ? moves[moves.length - 1].iteration : s.slowFrom;
+      if (round === 0) duringTo = to;
+      perRound.push({ 'no-adaptation': figures(none, scaled, to), 'replan-only': figures(replan, scaled, to), pipemorph: figures(pipemorph, scaled, to) });
+      log(`  round ${round + 1}: healthy ${r1(healthyMs)} ms | ${(['no-adaptation', 'replan-only', 'pipemorph'] as const).map((p) => `${p} ${perRound[round][p].beforeMs} / ${perRound[round][p].duringMs} / ${perRound[round][p].afterMs} ms (${perRound[round][p].overScaled}x, ${perRound[round][p].perStage.join(',')})`).join(' | ')}`);
+      const pl = pipemorph.result.loss;
+      const nl = none.result.loss;
+      const diffs = pl.map((x, i) => (x !== null && nl[i] !== null && nl[i] !== undefined ? Math.abs(x - (nl[i] as number)) : null)).filter((x): x is number => x !== null);
+      if (diffs.length) lossMaxDiffVsStatic = Math.max(lossMaxDiffVsStatic ?? 0, ...diffs);
+    }
+    const healthyMs = median(healthyRoundsMs);
+    const healthyScaledMs = (healthyMs * s.stages) / (s.stages - 1 + 1 / s.slowFactor);
+    const summarize = (p: Policy): RebalancePolicyResult => {
+      const rounds = perRound.map((r) => r[p].rounds[0]);
+      const mid = (f: (x: RebalanceRoundResult) => number | null): number | null => {
+        const v = rounds.map(f).filter((x): x is number => x !== null);
+        return v.length ? r1(median(v)) : null;
+      };
+      return {
+        ...perRound[0][p],
+        rounds,
+        beforeMs: mid((x) => x.beforeMs)!,
+        duringMs: mid((x) => x.duringMs)!,
+        afterMs: mid((x) => x.afterMs)!,
+        overScaled: r3(median(rounds.map((x) => x.overScaled))),
+        moveCostMs: mid((x) => x.moveCostMs),
+        mixedIterations: perRound.reduce((a, r) => a + r[p].mixedIterations, 0),
+      };
+    };
+    const policies = { 'no-adaptation': summarize('no-adaptation'), 'replan-only': summarize('replan-only'), pipemorph: summarize('pipemorph') };
     return {
       name: s.name,
       stages: s.stages,
@@ -295,13 +350,15 @@ export async function runRealRebalanceScenario(s: RebalanceScenario, log: (line:
       slowFrom: s.slowFrom,
       iterations: s.iterations,
       measuredOpMs: op,
+      repeats: s.repeats,
       healthyMs: r1(healthyMs),
+      healthyRoundsMs,
       healthyScaledMs: r1(healthyScaledMs),
       duringFrom: s.slowFrom,
       duringTo,
       policies,
       pipemorphOverReplan: r3(policies.pipemorph.afterMs / policies['replan-only'].afterMs),
-      lossMaxDiffVsStatic: diffs.length ? Math.max(...diffs) : null,
+      lossMaxDiffVsStatic,
       loadAverage: { before, after: loadavg() },
     };
   } finally {
@@ -309,20 +366,6 @@ export async function runRealRebalanceScenario(s: RebalanceScenario, log: (line:
   }
 }
 
-/** The row's table (printed by bench/real.bench.ts). */
-export function rebalanceTable(r: RealRebalanceRow): string[] {
-  const lines = [
-    `${r.name}: rank ${r.slowRank} ${r.slowFactor}x slower in compute from iteration ${r.slowFrom}; healthy ${r.healthyMs} ms, scaled to the remaining compute ${r.healthyScaledMs} ms`,
-    `| policy | before | during ${r.duringFrom}-${r.duringTo} | after | after / scaled healthy | move iteration (cost) | blocks per stage at the end |`,
-    '|---|---|---|---|---|---|---|',
-  ];
-  for (const p of ['no-adaptation', 'replan-only', 'pipemorph'] as const) {
-    const x = r.policies[p];
-    const move = [...x.switches].reverse().find((w) => w.perStage !== null && w.moveMs.length > 0);
-    lines.push(`| ${p} | ${x.beforeMs} | ${x.duringMs} | ${x.afterMs} | ${x.overScaled.toFixed(3)}x | ${move ? `${move.iteration}: ${move.iterationMs} ms (${x.moveCostMs} ms)` : '-'} | ${x.perStage.join(',')} |`);
-  }
-  return lines;
-}
 
 /**
  * The row's job: 2 stages x dp 1 (2 rank processes, one per core of this 2-core box: the only GPT
@@ -344,5 +387,6 @@ export function realRebalanceScenario(quick = false): RebalanceScenario {
     slowFrom: 12,
     iterations: quick ? 36 : 44,
     after: quick ? 8 : 12,
+    repeats: quick ? 1 : 3,
   };
 }

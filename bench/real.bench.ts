@@ -40,7 +40,8 @@ import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { meanMs, medianMs, RealJobResult, realRegistration, runRealJob } from '../src/real/real-job';
-import { RealRebalanceRow, rebalanceTable, realRebalanceScenario, runRealRebalanceScenario } from './real-rebalance';
+import { realRebalanceTable } from './readme-tables';
+import { RealRebalanceRow, realRebalanceScenario, runRealRebalanceScenario } from './real-rebalance';
 import { GptShape, RemapRow, RemapScenario, runRemapScenario, runTorchScenario, TorchRow, TorchScenario } from './real-torch';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -270,7 +271,7 @@ async function main(): Promise<void> {
     }
     if (RUN_REBALANCE) {
       rebalance = await runRealRebalanceScenario(realRebalanceScenario(QUICK), (line) => console.log(line));
-      for (const line of rebalanceTable(rebalance)) console.log(line);
+      console.log(realRebalanceTable({ rebalance }));
     }
   } finally {
     await app.close();
