@@ -199,6 +199,41 @@ describe('PlanningPool (worker threads)', () => {
       expect(quickDecision(healthy, search, 256)).toBe(true);
       expect(quickDecision(healthy, { ...search, planner: 'optimal' }, 256)).toBe(true);
       expect(quickDecision(healthy, search, 0)).toBe(false);
+      // Pricing simulates each replica: within the line 8 x 32 x dp 64 stays inline, 16 x 64 x dp 64 (65,536 cell-replicas) does not.
+      const replicas = (S: number, N: number, dpSize: number) => ({ ...straggling(S, N), dpSize, links: [] });
+      expect(quickDecision(replicas(8, 32, 64), DEFAULT_CONTROL_CONFIG, 1024)).toBe(true);
+      expect(quickDecision(replicas(16, 64, 64), DEFAULT_CONTROL_CONFIG, 1024)).toBe(false);
+      expect(quickDecision(replicas(16, 64, 1), DEFAULT_CONTROL_CONFIG, 1024)).toBe(true);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('offLoop: a quick decision no reaction waits for goes to a worker (can fail: without offLoop it stays inline)', async () => {
+    const { pool: p } = pool({ inlinePlanMaxCells: 256 });
+    try {
+      await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG);
+      expect(p.workers).toBe(0);
+      expect(plain(await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG, true))).toEqual(plain(decideControl(straggling(8, 32), DEFAULT_CONTROL_CONFIG)));
+      expect(p.workers).toBe(1);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('inline, a reaction to a straggler goes before a step with nothing straggling asked for earlier (can fail: two reactions keep their order)', async () => {
+    const { pool: p } = pool({ inlinePlanMaxCells: 256 });
+    const healthy = { ...straggling(4, 16), links: straggling(4, 16).links.map((l) => ({ ...l, extraMs: 0, straggler: false })) };
+    try {
+      const order: string[] = [];
+      const quiet = p.decide(healthy, DEFAULT_CONTROL_CONFIG).then(() => order.push('quiet'));
+      const reaction = p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG).then(() => order.push('reaction'));
+      await Promise.all([quiet, reaction]);
+      expect(order).toEqual(['reaction', 'quiet']);
+      const twin: string[] = [];
+      await Promise.all([p.decide(straggling(4, 16), DEFAULT_CONTROL_CONFIG).then(() => twin.push('first')), p.decide(straggling(4, 16, 30), DEFAULT_CONTROL_CONFIG).then(() => twin.push('second'))]);
+      expect(twin).toEqual(['first', 'second']);
+      expect(p.workers).toBe(0);
     } finally {
       await p.onApplicationShutdown();
     }

@@ -223,7 +223,8 @@ export class ControlService {
       // The rings too: a slow ring link is not the healthy job either.
       ...(input.topology ? { topology: { ...input.topology, dataParallelLinks: input.topology.dataParallelLinks.map((l) => ({ ...l, extraMs: 0, straggler: false })) } } : {}),
     };
-    const ms = (await this.planning.decide(healthyInput, this.controlConfig)).predictedStaticMs;
+    // On a worker: a gauge no reaction waits for (PlanningPool.decide's offLoop).
+    const ms = (await this.planning.decide(healthyInput, this.controlConfig, true)).predictedStaticMs;
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;

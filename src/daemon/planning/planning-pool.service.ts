@@ -41,9 +41,12 @@ interface Slot {
   timer: NodeJS.Timeout | null;
 }
 
+/** Replicas' worth of `maxCells` a decision made on the event loop may simulate: 8 x 32 x dp 64 at the default 1024. */
+export const INLINE_REPLICA_FACTOR = 16;
+
 /**
  * Whether a decision is cheap enough to make on the event loop: a job of at most `maxCells`
- * stages x microbatches with no data-parallel straggler to re-map (the placement search is not
+ * stages x microbatches (and `INLINE_REPLICA_FACTOR` times that over its replicas) with no data-parallel straggler to re-map (the placement search is not
  * cheap), and either Alg. 2 (or the initial plan) as the planner or no straggling link at all
  * (then no planner runs, whatever the policy: the decision only prices the plans in force). A few
  * generator and simulator runs (about 3 ms at 8 x 32 x 8 replicas): less than the two thread hops
@@ -53,8 +56,16 @@ interface Slot {
  */
 export function quickDecision(input: JobControlInput, config: ControlConfig, maxCells: number): boolean {
   if (input.stages * input.microbatches > maxCells) return false;
+  // Pricing simulates every replica whose delays differ (they all do, by noise): the cost grows
+  // with dp. A 16 x 64 x dp 64 job's step took 15-25 ms of the event loop every iteration.
+  if (input.stages * input.microbatches * input.dpSize > maxCells * INLINE_REPLICA_FACTOR) return false;
   if (input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false) return false;
   return config.planner === 'adaptive' || !input.links.some((l) => l.straggler);
+}
+
+/** Whether a decision reacts to a straggler (a slow pipeline or data-parallel link): those go first. */
+export function reacting(input: JobControlInput): boolean {
+  return input.links.some((l) => l.straggler) || (input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false);
 }
 
 /**
@@ -82,6 +93,8 @@ export class PlanningPool implements OnApplicationShutdown {
   private readonly logger = new Logger(PlanningPool.name);
   private readonly slots: Slot[] = [];
   private readonly queue: Task[] = [];
+  /** Inline decisions with nothing straggling, waiting for their turn of the event loop (backgroundTurn). */
+  private readonly background: Array<() => void> = [];
   private nextId = 1;
   private closed = false;
   private solver: Promise<MilpSolver> | null = null;
@@ -93,9 +106,16 @@ export class PlanningPool implements OnApplicationShutdown {
     private readonly metrics: MetricsService,
   ) {}
 
-  async decide(input: JobControlInput, config: ControlConfig): Promise<ControlOutcome> {
+  /**
+   * `offLoop`: for work no reaction waits for (the healthy yardstick gauge), never decided on the
+   * event loop while there are workers, however quick: 100 jobs refreshing it made bursts of 20-50
+   * ms on the event loop that a straggler revealed meanwhile waited behind (bench:scale).
+   */
+  async decide(input: JobControlInput, config: ControlConfig, offLoop = false): Promise<ControlOutcome> {
     if (this.closed) throw new PlanningError('planning pool is shut down', 'error');
-    if (this.config.control.planningWorkers === 0 || quickDecision(input, config, this.config.control.inlinePlanMaxCells)) return this.decideInline(input, config);
+    const inline = this.config.control.planningWorkers === 0 || (!offLoop && quickDecision(input, config, this.config.control.inlinePlanMaxCells));
+    if (inline && !reacting(input)) await this.backgroundTurn();
+    if (inline) return this.decideInline(input, config);
     return new Promise<ControlOutcome>((resolve, reject) => {
       this.queue.push({ request: { id: this.nextId++, input, config }, resolve, reject });
       this.dispatch();
@@ -113,6 +133,29 @@ export class PlanningPool implements OnApplicationShutdown {
     const started = performance.now();
     warmUpDecisions({ ...controlConfigOf(this.config), planner: 'adaptive' }, rounds);
     return performance.now() - started;
+  }
+
+  /**
+   * Waits for this decision's turn among the event loop's decisions with nothing straggling (a
+   * healthy job's step only prices the plans in force, a recovery): one per turn of the event
+   * loop, so reads (a straggler's reports) and reactions run between them. Why: jobs' iterations
+   * line up (every job reporting every 2.5 or 5 s reports at the same instants), and 40 such steps
+   * of 1-6 ms each ran back to back; a straggler revealed in that burst waited for all of them
+   * (bench:scale: one 8 x 32 reaction in every run at 26-49 ms; 12-18 ms with this). Slices of
+   * several decisions per turn (1 and 4 ms) were tried: 29 and 32 ms.
+   */
+  private backgroundTurn(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.background.push(resolve);
+      if (this.background.length === 1) setImmediate(() => this.nextBackground());
+    });
+  }
+
+  private nextBackground(): void {
+    // The decision runs in this callback's microtasks, before the next immediate.
+    this.background.shift()?.();
+    // Queued from inside an immediate: it runs on the next turn of the loop, after its I/O.
+    if (this.background.length > 0) setImmediate(() => this.nextBackground());
   }
 
   /** Workers started (they start on the first decision, so a daemon that never plans runs none). */
