@@ -74,7 +74,16 @@ export class OverridesController {
       this.overrides.counted('rejected', null);
       throw new PayloadTooLargeException(`overrides body larger than ${MAX_OVERRIDES_BYTES} bytes`);
     }
-    const outcome = await this.overrides.write(id, body);
+    // On the leader the write and its application are one step between control steps, so a poll
+    // queued before cannot see the new key first and take the change for its own.
+    const leading = this.registry.get(id);
+    const outcome = leading
+      ? await leading.serialize(async () => {
+          const written = await this.overrides.write(id, body);
+          if (written.status === 'written') await this.overrides.handle(leading, written.text, 'api');
+          return written;
+        })
+      : await this.overrides.write(id, body);
     switch (outcome.status) {
       case 'not-registered':
         throw new NotFoundException(`job ${id} is not registered`);
@@ -82,12 +91,9 @@ export class OverridesController {
         throw new BadRequestException({ statusCode: 400, error: 'Bad Request', message: `invalid overrides: ${outcome.problems.join('; ')}`, problems: outcome.problems });
       case 'conflict':
         throw new ConflictException(outcome.message);
-      case 'written': {
-        const job = this.registry.get(id);
-        // The leader applies it now, between its control steps; another replica's leader at its next discovery.
-        if (job) await job.serialize(() => this.overrides.handle(job, outcome.text, 'api'));
-        return { jobId: id, overrides: outcome.overrides, appliedBy: job ? this.registry.replicaId : null };
-      }
+      case 'written':
+        // Applied above when this replica leads the job; another replica's leader at its next discovery.
+        return { jobId: id, overrides: outcome.overrides, appliedBy: leading ? this.registry.replicaId : null };
       default:
         throw new Error(`unexpected outcome ${outcome.status}`);
     }
@@ -99,10 +105,16 @@ export class OverridesController {
     this.authorize(authorization, res);
     this.checkId(id);
     const who = { setBy: typeof setBy === 'string' && setBy !== '' ? setBy.slice(0, 128) : undefined, reason: typeof reason === 'string' && reason !== '' ? reason.slice(0, 500) : undefined };
-    const outcome = await this.overrides.clear(id, who.setBy);
-    if (outcome.status === 'not-registered') throw new NotFoundException(`job ${id} is not registered`);
+    // As for a write: on the leader the delete and its application are one serialized step.
     const job = this.registry.get(id);
-    if (job) await job.serialize(() => this.overrides.handle(job, null, 'api', who));
+    const outcome = job
+      ? await job.serialize(async () => {
+          const cleared = await this.overrides.clear(id, who.setBy);
+          if (cleared.status === 'cleared') await this.overrides.handle(job, null, 'api', who);
+          return cleared;
+        })
+      : await this.overrides.clear(id, who.setBy);
+    if (outcome.status === 'not-registered') throw new NotFoundException(`job ${id} is not registered`);
     return { jobId: id, cleared: outcome.status === 'cleared' && outcome.existed, appliedBy: job ? this.registry.replicaId : null };
   }
 

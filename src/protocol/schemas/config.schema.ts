@@ -402,7 +402,7 @@ export const configSchema = {
           "type": "integer",
           "minimum": 0,
           "maximum": 1048576,
-          "description": "Alg. 2 decisions (control.planner adaptive) for jobs of at most this many stages x microbatches are made on the event loop, not a planning worker (0: never)."
+          "description": "Alg. 2 decisions (control.planner adaptive) for jobs of at most this many stages x microbatches (and 16 times this many over all replicas) are made on the event loop, not a planning worker (0: never)."
         },
         "planTimeoutMs": {
           "type": "integer",
