@@ -52,9 +52,11 @@ describe('tracing', () => {
     const publish = await waitFor('the publish span', async () =>
       exporter.getFinishedSpans().find((s) => s.name === 'pipemorph.publish' && s.attributes['pipemorph.version'] === pending.version),
     );
-    // The pass that published ends after its publish span.
-    await waitFor('the control pass span', async () =>
-      exporter.getFinishedSpans().some((s) => s.name === 'pipemorph.control_pass' && s.spanContext().traceId === pending.traceId),
+    // The pass that published ends after its publish span, and the step's span after the healthy
+    // yardstick it prices last, on a planning worker: wait for the whole trace.
+    const names = ['pipemorph.control_pass', 'pipemorph.detect_plan'];
+    await waitFor('the control pass and step spans', async () =>
+      names.every((name) => exporter.getFinishedSpans().some((s) => s.name === name && s.spanContext().traceId === pending.traceId)),
     );
     const spans = exporter.getFinishedSpans();
     expect(publish.spanContext().traceId).toBe(pending.traceId);
