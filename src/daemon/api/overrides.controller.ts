@@ -5,6 +5,7 @@ import { MAX_OVERRIDES_BYTES } from '../../protocol/job-overrides';
 import { JOB_ID_PATTERN } from '../../protocol/redis-keys';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRegistry } from '../jobs/job-registry.service';
+import { JobRuntime } from '../jobs/job-runtime';
 import { OverridesService, OverridesView } from '../overrides/overrides.service';
 
 /**
@@ -74,16 +75,10 @@ export class OverridesController {
       this.overrides.counted('rejected', null);
       throw new PayloadTooLargeException(`overrides body larger than ${MAX_OVERRIDES_BYTES} bytes`);
     }
-    // On the leader the write and its application are one step between control steps, so a poll
-    // queued before cannot see the new key first and take the change for its own.
     const leading = this.registry.get(id);
-    const outcome = leading
-      ? await leading.serialize(async () => {
-          const written = await this.overrides.write(id, body);
-          if (written.status === 'written') await this.overrides.handle(leading, written.text, 'api');
-          return written;
-        })
-      : await this.overrides.write(id, body);
+    const outcome = await this.writeAndApply(leading, () => this.overrides.write(id, body), async (job, written) => {
+      if (written.status === 'written') await this.overrides.handle(job, written.text, 'api');
+    });
     switch (outcome.status) {
       case 'not-registered':
         throw new NotFoundException(`job ${id} is not registered`);
@@ -105,17 +100,26 @@ export class OverridesController {
     this.authorize(authorization, res);
     this.checkId(id);
     const who = { setBy: typeof setBy === 'string' && setBy !== '' ? setBy.slice(0, 128) : undefined, reason: typeof reason === 'string' && reason !== '' ? reason.slice(0, 500) : undefined };
-    // As for a write: on the leader the delete and its application are one serialized step.
     const job = this.registry.get(id);
-    const outcome = job
-      ? await job.serialize(async () => {
-          const cleared = await this.overrides.clear(id, who.setBy);
-          if (cleared.status === 'cleared') await this.overrides.handle(job, null, 'api', who);
-          return cleared;
-        })
-      : await this.overrides.clear(id, who.setBy);
+    const outcome = await this.writeAndApply(job, () => this.overrides.clear(id, who.setBy), async (leader, cleared) => {
+      if (cleared.status === 'cleared') await this.overrides.handle(leader, null, 'api', who);
+    });
     if (outcome.status === 'not-registered') throw new NotFoundException(`job ${id} is not registered`);
     return { jobId: id, cleared: outcome.status === 'cleared' && outcome.existed, appliedBy: job ? this.registry.replicaId : null };
+  }
+
+  /**
+   * The key's write (or delete) and, on this replica when it leads the job, its application: one
+   * step between the job's control steps, so a discovery poll queued before cannot see the new key
+   * first and record the operator's change as its own.
+   */
+  private async writeAndApply<T>(leader: JobRuntime | undefined, write: () => Promise<T>, apply: (leader: JobRuntime, outcome: T) => Promise<void>): Promise<T> {
+    if (!leader) return write();
+    return leader.serialize(async () => {
+      const outcome = await write();
+      await apply(leader, outcome);
+      return outcome;
+    });
   }
 
   private authorize(authorization: string | undefined, res: HeaderSink): void {

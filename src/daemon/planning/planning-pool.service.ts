@@ -59,13 +59,16 @@ export function quickDecision(input: JobControlInput, config: ControlConfig, max
   // Pricing simulates every replica whose delays differ (they all do, by noise): the cost grows
   // with dp. A 16 x 64 x dp 64 job's step took 15-25 ms of the event loop every iteration.
   if (input.stages * input.microbatches * input.dpSize > maxCells * INLINE_REPLICA_FACTOR) return false;
-  if (input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false) return false;
-  return config.planner === 'adaptive' || !input.links.some((l) => l.straggler);
+  if (ringStraggling(input)) return false;
+  return config.planner === 'adaptive' || !pipelineStraggling(input);
 }
+
+const pipelineStraggling = (input: JobControlInput): boolean => input.links.some((l) => l.straggler);
+const ringStraggling = (input: JobControlInput): boolean => input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false;
 
 /** Whether a decision reacts to a straggler (a slow pipeline or data-parallel link): those go first. */
 export function reacting(input: JobControlInput): boolean {
-  return input.links.some((l) => l.straggler) || (input.topology?.dataParallelLinks.some((l) => l.straggler) ?? false);
+  return pipelineStraggling(input) || ringStraggling(input);
 }
 
 /**

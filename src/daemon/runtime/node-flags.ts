@@ -1,6 +1,6 @@
 /**
  * The node flags the daemon is started with (Dockerfile, `npm start`, the test and bench launcher;
- * test/node-flags.test.ts keeps them in step).
+ * node-flags.spec.ts and test/ops-deploy.test.ts keep them in step).
  *
  * `--no-memory-reducer`: when a freshly started daemon goes quiet between iterations, V8's memory
  * reducer runs a few "Mark-Compact (reduce)" collections that drop hidden classes the planner's
