@@ -3,7 +3,7 @@ import { ControlDecision } from './control-decision.type';
 import { JobControlInput } from './control-input.type';
 import { DecisionRecord } from './decision-record.type';
 import { StragglerHistory } from './straggler-history';
-import { computeKey, dataParallelKey, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
+import { computeKey, dataParallelKey, GateContext, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
 
 /** The straggler keys of a detection snapshot (StragglerHistory's names); `recovering`: only those whose newest samples are healthy again. */
 export function stragglingKeys(snapshot: DetectionSnapshot, recovering = false): string[] {
@@ -12,6 +12,19 @@ export function stragglingKeys(snapshot: DetectionSnapshot, recovering = false):
   for (const l of snapshot.pipelineLinks) if (take(l)) keys.push(pipelineKey(l.dp, l.link));
   for (const l of snapshot.dataParallelLinks) if (take(l)) keys.push(dataParallelKey(l.fromRank, l.toRank));
   for (const c of snapshot.compute) if (take(c)) keys.push(computeKey(c.rank));
+  return keys;
+}
+
+/**
+ * The straggler keys of a snapshot whose size is severe (StragglerHistory's class): a link whose
+ * extra delay reaches `severeExtraMs`, a rank computing `2 x (computeSlowRatio - 1)` or more over
+ * its reference (1.3x with the shipped 1.15).
+ */
+export function severeKeys(snapshot: DetectionSnapshot, severeExtraMs: number, computeSlowRatio: number): string[] {
+  const keys: string[] = [];
+  for (const l of snapshot.pipelineLinks) if (l.straggler && (l.extraMs >= severeExtraMs || l.reason === 'nic-failure')) keys.push(pipelineKey(l.dp, l.link));
+  for (const l of snapshot.dataParallelLinks) if (l.straggler && (l.extraMs >= severeExtraMs || l.error === 'nic-failure')) keys.push(dataParallelKey(l.fromRank, l.toRank));
+  for (const c of snapshot.compute) if (c.straggler && c.ratio - 1 >= 2 * (computeSlowRatio - 1)) keys.push(computeKey(c.rank));
   return keys;
 }
 
@@ -37,6 +50,10 @@ export interface JudgeContext {
   paused: boolean;
   /** Per-job overrides were in force (logged with the decision). */
   overrides: boolean;
+  /** The plan in force, whose resources the decision's are priced against (GateContext.current). */
+  current?: GateContext['current'];
+  /** The straggler keys the plan in force was made for (GateContext.answeredKeys). */
+  answeredKeys?: readonly string[];
 }
 
 /**
@@ -45,7 +62,9 @@ export interface JudgeContext {
  * taken leaves what runs in force; the loop decides again as the straggler ages.
  */
 export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; record: DecisionRecord } {
-  const verdict = gateSwitch(decision, config, { iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history });
+  const verdict = gateSwitch(decision, config, {
+    iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history, current: ctx.current, answeredKeys: ctx.answeredKeys,
+  });
   const exempt = decision.kind === 'initial' || decision.kind === 'nic-failure';
   const paused = ctx.paused && !exempt;
   const take = verdict.take && !paused;

@@ -8,7 +8,15 @@
  * The estimate conditions on survival: only past episodes that lasted at least as long as the
  * current one has so far say anything about how much longer it goes on. A key's own episodes count fully, the
  * job's other keys' at half weight (a congested fabric tends to congest many links alike), and a
- * prior pseudo-episode of `priorIterations` at weight `priorWeight`. With no survivor (the current
+ * prior pseudo-episode of `priorIterations` at weight `priorWeight`.
+ *
+ * What counts as an episode (issue 29): a spell a key is flagged, from the iteration it was flagged
+ * to its last slow sample (the detector's hold taken off), in one of two classes: severe when its
+ * size reached the severe size at some point (detection.severeExtraMs), mild otherwise. The job's
+ * other keys inform a key only through episodes of the class its current spell is in: the mild
+ * spells that noise makes by the dozen on a heavy-tailed fabric say nothing of how long a 30 ms
+ * straggler lasts, so they cannot teach the gate that every straggler ends at once; short severe
+ * bursts still hold a new severe spell back until it outlives them. With no survivor (the current
  * episode is older than anything seen), the prior answers, raised to the age itself (Lindy: what has
  * lasted a iterations is expected to last about as long again). So a flapping link, whose episodes
  * all end within a few iterations, is expected to end within a few more, and is not chased; a new
@@ -71,7 +79,8 @@ class Ring {
 }
 
 interface KeyState {
-  episodes: Ring;
+  /** The key's own episodes by class, MILD and SEVERE. */
+  episodes: [Ring, Ring];
   gaps: Ring;
   /** Iteration the open episode began at (NaN: healthy now). */
   onset: number;
@@ -79,7 +88,15 @@ interface KeyState {
   recovering: boolean;
   /** Iteration the last episode's straggler ended at, the hold taken off (NaN: never). */
   endedAt: number;
+  /** The open episode has reached the severe size. */
+  severe: boolean;
+  /** Newest iteration it was flagged at. */
+  lastFlagged: number;
 }
+
+/** The two classes of episodes (see the class comment). */
+const MILD = 0;
+const SEVERE = 1;
 
 export interface StragglerEpisode {
   key: string;
@@ -90,8 +107,11 @@ export interface StragglerEpisode {
 
 export class StragglerHistory {
   private readonly keys = new Map<string, KeyState>();
-  private readonly jobEpisodes = new Ring(JOB_EPISODES_KEPT);
+  /** The job's episodes (any key) by class, MILD and SEVERE. */
+  private readonly jobEpisodes = [new Ring(JOB_EPISODES_KEPT), new Ring(JOB_EPISODES_KEPT)];
   private readonly jobGaps = new Ring(JOB_EPISODES_KEPT);
+  /** Newest iteration some key was flagged at (NaN: never). */
+  private lastFlagged = Number.NaN;
 
   private options: StragglerHistoryOptions;
 
@@ -111,21 +131,24 @@ export class StragglerHistory {
   }
 
   /**
-   * The keys straggling at `iteration` (and those of them whose newest samples are healthy again):
-   * opens an episode for each new key, closes the episodes of keys that recovered (their length is
-   * learned). Iterations must not decrease.
+   * The keys straggling at `iteration` (those of them whose newest samples are healthy again, and
+   * those whose size is severe now): opens an episode for each new key, closes the episodes of keys
+   * that recovered (their length is learned, in the class they reached). Iterations must not decrease.
    */
-  observe(iteration: number, straggling: Iterable<string>, recovering: Iterable<string> = []): void {
+  observe(iteration: number, straggling: Iterable<string>, recovering: Iterable<string> = [], severe: Iterable<string> = []): void {
     const now = new Set(straggling);
     const easing = new Set(recovering);
+    const big = new Set(severe);
+    if (now.size > 0) this.lastFlagged = iteration;
     for (const key of now) {
       let s = this.keys.get(key);
       if (!s) {
-        s = { episodes: new Ring(EPISODES_KEPT), gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, recovering: false, endedAt: Number.NaN };
+        s = { episodes: [new Ring(EPISODES_KEPT), new Ring(EPISODES_KEPT)], gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, recovering: false, endedAt: Number.NaN, severe: false, lastFlagged: iteration };
         this.keys.set(key, s);
       }
       if (s.onset !== s.onset) {
         s.onset = iteration;
+        s.severe = false;
         if (s.endedAt === s.endedAt) {
           const gap = Math.max(1, iteration - s.endedAt);
           s.gaps.push(gap);
@@ -133,17 +156,34 @@ export class StragglerHistory {
         }
       }
       s.recovering = easing.has(key);
+      s.lastFlagged = iteration;
+      if (big.has(key)) s.severe = true;
     }
     const hold = this.options.holdIterations ?? 0;
     for (const [key, s] of this.keys) {
       if (s.onset !== s.onset || now.has(key)) continue;
       const end = Math.max(s.onset + 1, iteration - hold);
-      s.episodes.push(end - s.onset);
-      this.jobEpisodes.push(end - s.onset);
+      s.episodes[s.severe ? SEVERE : MILD].push(end - s.onset);
+      this.jobEpisodes[s.severe ? SEVERE : MILD].push(end - s.onset);
       s.onset = Number.NaN;
       s.recovering = false;
+      s.severe = false;
       s.endedAt = end;
     }
+  }
+
+  /**
+   * Iterations since any of `keys` (any key when none is given) was last flagged, at `iteration`:
+   * 0 while one is, Infinity when none ever was.
+   */
+  healthyFor(iteration: number, keys?: readonly string[]): number {
+    if (!keys || keys.length === 0) return this.lastFlagged === this.lastFlagged ? Math.max(0, iteration - this.lastFlagged) : Infinity;
+    let least = Infinity;
+    for (const key of keys) {
+      const s = this.keys.get(key);
+      if (s) least = Math.min(least, Math.max(0, iteration - s.lastFlagged));
+    }
+    return least;
   }
 
   /** The episode `key` is in at `iteration`, or null when it does not straggle. */
@@ -161,7 +201,8 @@ export class StragglerHistory {
     const s = this.keys.get(key);
     if (s?.recovering) return 0;
     const age = s && s.onset === s.onset ? Math.max(0, iteration - s.onset) : 0;
-    return this.residual(s?.episodes, this.jobEpisodes, age);
+    const cls = s?.severe ? SEVERE : MILD;
+    return this.residual(s ? s.episodes : [], s?.episodes[cls], this.jobEpisodes[cls], age);
   }
 
   /**
@@ -173,7 +214,8 @@ export class StragglerHistory {
     const s = this.keys.get(key);
     if (s?.recovering) return true; // it may turn slow again before the detector lets it go
     const age = s && s.onset === s.onset ? Math.max(0, iteration - s.onset) : 0;
-    return (s?.episodes.residual(age).n ?? 0) > 0 || this.jobEpisodes.residual(age).n > 0;
+    const own = s ? s.episodes[MILD].residual(age).n + s.episodes[SEVERE].residual(age).n : 0;
+    return own > 0 || this.jobEpisodes[s?.severe ? SEVERE : MILD].residual(age).n > 0;
   }
 
   /**
@@ -184,18 +226,21 @@ export class StragglerHistory {
     const s = this.keys.get(key);
     if (!s || s.endedAt !== s.endedAt) return Infinity;
     const age = s.onset === s.onset ? 0 : Math.max(0, iteration - s.endedAt);
-    return this.residual(s.gaps, this.jobGaps, age);
+    return this.residual([s.gaps], s.gaps, this.jobGaps, age);
   }
 
   /**
    * Expected further healthy iterations of the job at `iteration` for a recovery: the least over
-   * the keys that straggled before and do not now (the first of them to come back undoes the
-   * recovery). Infinity when nothing ever straggled.
+   * `keys` (the stragglers the plan in force was made for; every key that straggled before when
+   * none is given) that do not straggle now: the first of them to come back undoes the recovery.
+   * Another link's noise does not: it would make its own decision whichever plan runs. Infinity when
+   * none ever straggled.
    */
-  expectedHealthyNow(iteration: number): number {
+  expectedHealthyNow(iteration: number, keys?: Iterable<string>): number {
     let least = Infinity;
-    for (const [key, s] of this.keys) {
-      if (s.onset === s.onset) continue;
+    for (const key of keys ?? this.keys.keys()) {
+      const s = this.keys.get(key);
+      if (!s || s.onset === s.onset) continue;
       const e = this.expectedHealthy(key, iteration);
       if (e < least) least = e;
     }
@@ -204,18 +249,30 @@ export class StragglerHistory {
 
   /** Episodes learned (closed) for `key`. */
   episodesOf(key: string): number {
-    return this.keys.get(key)?.episodes.size ?? 0;
+    const s = this.keys.get(key);
+    return s ? s.episodes[MILD].size + s.episodes[SEVERE].size : 0;
   }
 
-  private residual(own: Ring | undefined, job: Ring, age: number): number {
+  /**
+   * Mean residual life at `age` from the key's own rings (full weight), the job's ring of the class
+   * asked (others' entries at half weight; `ownInJob` is the part of it that is the key's own, counted
+   * once) and the prior.
+   */
+  private residual(own: Ring[], ownInJob: Ring | undefined, job: Ring, age: number): number {
     const { priorIterations, priorWeight } = this.options;
-    const mine = own ? own.residual(age) : { sum: 0, n: 0 };
+    let mineSum = 0;
+    let mineN = 0;
+    for (const ring of own) {
+      const r = ring.residual(age);
+      mineSum += r.sum;
+      mineN += r.n;
+    }
+    const counted = ownInJob ? ownInJob.residual(age) : { sum: 0, n: 0 };
     const all = job.residual(age);
-    // The job's ring holds the key's own episodes too: count those once, at full weight.
-    const othersSum = Math.max(0, all.sum - mine.sum);
-    const othersN = Math.max(0, all.n - mine.n);
+    const othersSum = Math.max(0, all.sum - counted.sum);
+    const othersN = Math.max(0, all.n - counted.n);
     const prior = Math.max(priorIterations, age);
-    const weight = priorWeight + mine.n + JOB_WEIGHT * othersN;
-    return (priorWeight * prior + mine.sum + JOB_WEIGHT * othersSum) / weight;
+    const weight = priorWeight + mineN + JOB_WEIGHT * othersN;
+    return (priorWeight * prior + mineSum + JOB_WEIGHT * othersSum) / weight;
   }
 }

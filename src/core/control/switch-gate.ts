@@ -1,4 +1,5 @@
 import { ControlDecision } from './control-decision.type';
+import { DelegationPlan, PipelineGroupPlan } from './control-input.type';
 import { StragglerHistory } from './straggler-history';
 
 /** Knobs of cost-aware switching (config section "control", keys named alike). */
@@ -16,6 +17,24 @@ export interface SwitchCostConfig {
   stragglerPriorIterations: number;
   /** Weight of that prior against one observed episode. */
   stragglerPriorWeight: number;
+  /**
+   * What a rank running CPU delegates costs per iteration, ms of iteration time: the CPU cores and
+   * pinned host memory its delegate processes hold. Priced in the same gate as iteration time, so a
+   * healed job gives them back and a straggler plan that adds them must gain more (issue 29).
+   * Absent: 0 (the gate before resources were priced).
+   */
+  delegatedRankMsPerIteration?: number;
+  /**
+   * What one warm-up forward held above the initial plan costs per iteration, ms: a microbatch of
+   * activations kept on one stage of one replica (device or host memory). Absent: 0.
+   */
+  warmupMsPerIteration?: number;
+  /**
+   * Iterations the stragglers a plan was made for must be healthy before going back to the initial
+   * plan (delegation off, memory-lean warm-ups) is taken whatever the gate says: the bound on how
+   * long a healed job holds resources. Absent: no bound.
+   */
+  recoveryWithinIterations?: number;
 }
 
 export interface GateContext {
@@ -26,17 +45,23 @@ export interface GateContext {
   /** One-off cost of a re-map (the moved ranks' handoff, in parallel), ms; 0 when none. */
   migrationMs: number;
   history: StragglerHistory;
+  /** The plan in force (its resources are priced against the decision's); null before the first. */
+  current?: { pipelines: readonly PipelineGroupPlan[]; delegation: readonly DelegationPlan[] } | null;
+  /** The straggler keys the plan in force was made for: a recovery is undone only when one of them comes back. */
+  answeredKeys?: readonly string[];
 }
 
 /** The cost side of a decision, as the decision log shows it. */
 export interface CostEstimate {
   /** Predicted iteration time saved per iteration, before the uncertainty discount, ms. */
   gainMsPerIteration: number;
+  /** Resources given back per iteration (delegated ranks, warm-ups above the plan in force; negative when taken), ms. */
+  resourceMsPerIteration?: number;
   /** Iterations the straggler (or, for a recovery, the healthy spell) is expected to last from now. */
   expectedIterations: number;
   leadIterations: number;
   uncertainty: number;
-  /** gain x (1 - uncertainty) x (expected - lead), ms. */
+  /** (gain x (1 - uncertainty) + resources) x (expected - lead), ms. */
   benefitMs: number;
   /** Switch (and switch back) plus any migration, ms. */
   costMs: number;
@@ -77,13 +102,24 @@ export function computeKey(rank: number): string {
 
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
 
+/** What a plan's resources cost per iteration, ms: its delegated ranks and every warm-up forward it holds. */
+export function resourceMsPerIteration(plan: { pipelines: readonly PipelineGroupPlan[]; delegation: readonly DelegationPlan[] }, config: SwitchCostConfig): number {
+  const perRank = config.delegatedRankMsPerIteration ?? 0;
+  const perWarmup = config.warmupMsPerIteration ?? 0;
+  let warmups = 0;
+  for (const group of plan.pipelines) for (const w of group.warmup) warmups += w * group.dpReplicas.length;
+  return perRank * plan.delegation.length + perWarmup * warmups;
+}
+
 /**
  * Whether a decision is worth its cost (pure): its predicted gain, discounted by the prediction's
- * uncertainty, over the iterations it is expected to pay off after its lead, must beat what the
+ * uncertainty, plus the resources it gives back (delegated ranks, warm-ups held: negative when it
+ * takes them), over the iterations it is expected to pay off after its lead, must beat what the
  * switch costs: the switch and the switch back, plus the handoff of a re-map. A straggler's
  * expected remaining duration comes from the job's own history (StragglerHistory), so a link that
  * flaps is not chased and a recovery during a flapping spell is not taken. The first plan and a
- * NIC failure (only the delegated path carries traffic) are always taken.
+ * NIC failure (only the delegated path carries traffic) are always taken, and so is a recovery
+ * once the stragglers the plan was made for have been healthy recoveryWithinIterations.
  */
 export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, ctx: GateContext): GateVerdict {
   const taken = (reason: string): GateVerdict => ({ take: true, revisitSoon: false, reason, cost: null });
@@ -92,12 +128,18 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   if (!config.costAware) return taken('cost-aware switching off: predicted gain above minGain');
   const previous = decision.predictedPreviousMs;
   if (previous === null || !Number.isFinite(previous)) return taken('nothing in force to compare with');
+  const bound = config.recoveryWithinIterations;
+  if (decision.kind === 'recovery' && bound !== undefined) {
+    const healthy = ctx.history.healthyFor(ctx.iteration, ctx.answeredKeys);
+    if (healthy >= bound) return taken(`healthy for ${fmt(healthy)} iterations (recoveryWithinIterations ${bound}): delegation and warm-ups given back`);
+  }
   const keys = decisionKeys(decision);
   const gain = previous - decision.predictedNewMs;
+  const resources = ctx.current ? resourceMsPerIteration(ctx.current, config) - resourceMsPerIteration(decision, config) : 0;
   let expected: number;
   let what: string;
   if (decision.kind === 'recovery') {
-    expected = ctx.history.expectedHealthyNow(ctx.iteration);
+    expected = ctx.history.expectedHealthyNow(ctx.iteration, ctx.answeredKeys && ctx.answeredKeys.length > 0 ? ctx.answeredKeys : undefined);
     what = 'healthy spell';
   } else {
     // The plan pays off while any of the stragglers it answers lasts.
@@ -106,13 +148,16 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   }
   const lead = ctx.leadIterations;
   const u = config.predictionUncertainty;
-  const benefitMs = gain > 0 ? gain * (1 - u) * Math.max(0, expected - lead) : 0;
+  const perIteration = (gain > 0 ? gain * (1 - u) : gain) + resources;
+  const benefitMs = perIteration > 0 ? perIteration * Math.max(0, expected - lead) : 0;
   const costMs = decision.kind === 'remap' ? config.switchCostMs + ctx.migrationMs : 2 * config.switchCostMs;
-  const cost: CostEstimate = { gainMsPerIteration: gain, expectedIterations: expected, leadIterations: lead, uncertainty: u, benefitMs, costMs };
+  const cost: CostEstimate = { gainMsPerIteration: gain, resourceMsPerIteration: resources, expectedIterations: expected, leadIterations: lead, uncertainty: u, benefitMs, costMs };
   const take = benefitMs > costMs;
+  const priced = resources !== 0 ? ` ${resources > 0 ? '+' : ''}${resources.toFixed(1)} ms/iteration of resources` : '';
   const reason = take
-    ? `gain ${gain.toFixed(1)} ms/iteration over an expected ${fmt(expected)}-iteration ${what} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
-    : `declined: gain ${gain.toFixed(1)} ms/iteration over an expected ${fmt(expected)}-iteration ${what}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
-  const revisitSoon = !take && decision.kind !== 'recovery' && gain > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration));
+    ? `gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
+    : `declined: gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
+  // A declined recovery under a bound is asked again at the next report, so the bound holds to the iteration.
+  const revisitSoon = !take && (decision.kind === 'recovery' ? bound !== undefined : perIteration > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration)));
   return { take, revisitSoon, reason, cost };
 }

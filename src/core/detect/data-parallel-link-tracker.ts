@@ -189,12 +189,19 @@ export class DataParallelLinkTracker {
     return this.peerCount >= MIN_PEERS ? Math.max(REFRESH_SAMPLES, n) : Math.min(REFRESH_SAMPLES, n);
   }
 
-  /** The healthy level a link is judged against: the lowest known of peers, its own past, the nominal network (NaN if none). */
+  /**
+   * The healthy level a link is judged against: the lower of its peers' median and its own healthy
+   * level (NaN if neither is known). Its own level is its learned baseline; the nominal network
+   * stands in before one is learned, or when the learned one sits a straggler's size above it (the
+   * ring was slow from its first sample: a slow boundary every ring crosses). A nominal a little
+   * optimistic so leaves no standing extra delay (issue 29).
+   */
   private reference(link: DataParallelLink): number {
-    let ref = this.peerCount >= MIN_PEERS ? this.peerMedian : Number.NaN;
-    if (link.learned < ref || ref !== ref) ref = link.learned;
-    if (link.nominal < ref || ref !== ref) ref = link.nominal;
-    return ref;
+    const slack = Math.min(this.config.delegationThresholdMs, this.config.severeExtraMs, this.config.dpMinExtraMs);
+    const own = link.learned !== link.learned || link.learned > link.nominal + slack ? link.nominal : link.learned;
+    const peers = this.peerCount >= MIN_PEERS ? this.peerMedian : Number.NaN;
+    if (own !== own) return peers;
+    return peers < own ? peers : own;
   }
 
   private isBad(link: DataParallelLink, median: number): boolean {

@@ -44,14 +44,31 @@ describe('LinkEstimator', () => {
     expect(e.baselineMs()).toBe(10);
   });
 
-  it('uses the nominal time before warm-up and the lower of nominal and learned after', () => {
-    const slowLink = feed(new LinkEstimator({ ...options, nominalMs: 4 }), [9]);
+  it('uses the nominal time before warm-up, and after it the learned baseline unless that sits more than learnedSlackMs above the nominal', () => {
+    const slowLink = feed(new LinkEstimator({ ...options, nominalMs: 4, learnedSlackMs: 3 }), [9]);
     expect(slowLink.baselineMs()).toBe(4);
     expect(slowLink.lastExtraMs()).toBe(5);
     feed(slowLink, [9, 9]);
-    expect(slowLink.baselineMs()).toBe(4);
-    const fastLink = feed(new LinkEstimator({ ...options, nominalMs: 4 }), [3, 3, 3]);
+    expect(slowLink.baselineMs()).toBe(4); // learned 9 > 4 + 3: slow since its first sample
+    const fastLink = feed(new LinkEstimator({ ...options, nominalMs: 4, learnedSlackMs: 3 }), [3, 3, 3]);
     expect(fastLink.baselineMs()).toBe(3);
+  });
+
+  it('leaves no standing extra on a link that runs a little above an optimistic nominal (issue 29)', () => {
+    // Registered 0.69 ms, the link runs 1.7 ms healthy: once learned it reads 0 extra, not +1 ms forever.
+    const e = feed(new LinkEstimator({ ...options, nominalMs: 0.69, learnedSlackMs: 5 }), [1.7, 1.7, 1.7, 1.7]);
+    expect(e.baselineMs()).toBe(1.7);
+    expect(e.lastExtraMs()).toBe(0);
+    // The rule it replaces (the lower of nominal and learned) reads the standing offset: the twin fails the check.
+    const lowerOf = Math.min(0.69, e.learnedMs);
+    expect(1.7 - lowerOf).toBeGreaterThan(1);
+  });
+
+  it('stands the calibrated nominal in for a link learned too slow (nominal + the job offset)', () => {
+    const e = feed(new LinkEstimator({ ...options, nominalMs: 4, learnedSlackMs: 3 }), [20, 20, 20]);
+    e.calibrate(1);
+    expect(e.baselineMs()).toBe(5);
+    expect(e.lastExtraMs()).toBe(15);
   });
 
   it('computes extras against the baseline: median, EWMA and last sample, never negative', () => {

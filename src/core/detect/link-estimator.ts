@@ -4,21 +4,36 @@ export interface LinkEstimatorOptions {
   windowSize: number;
   ewmaAlpha: number;
   baselineWarmup: number;
-  /** Expected healthy time (latency plus transfer at nominal bandwidth), ms; a floor for the learned baseline. */
+  /**
+   * Expected healthy time (latency plus transfer at nominal bandwidth), ms: the baseline until one is
+   * learned, and the guard against a link that was slow from its first sample (learnedSlackMs).
+   */
   nominalMs?: number;
+  /**
+   * How far above the (calibrated) nominal time a learned baseline may sit and still be what the
+   * link runs healthy, ms. Above it the link was already slow when it was learned, and the nominal
+   * answers instead. Default Infinity: the learned baseline always.
+   */
+  learnedSlackMs?: number;
 }
 
 /**
  * Transfer-time statistics of one link direction: a sliding median (robust level), a fast EWMA
- * (trend), and a healthy baseline. The baseline is the lowest window median seen after warm-up:
- * a straggler that lasts for many windows never becomes the new normal, and a single fast
- * outlier cannot pull it down because it is a median. O(windowSize) memory.
+ * (trend), and a healthy baseline. The learned baseline is the lowest window median seen after
+ * warm-up: a straggler that lasts for many windows never becomes the new normal, and a single fast
+ * outlier cannot pull it down because it is a median. The registered nominal time only stands in
+ * before a baseline is learned, or when the learned one sits more than learnedSlackMs above it (a
+ * link slow from its first sample): a registration that is a little optimistic must not leave every
+ * link reading a standing extra delay (issue 29). The nominal can be calibrated by an offset (what
+ * the job's links run over their registration, PipelineLinkTracker). O(windowSize) memory.
  */
 export class LinkEstimator {
   private readonly window: SlidingWindow;
   private alpha: number;
   private warmup: number;
   private readonly nominal: number;
+  private slack: number;
+  private offset = 0;
   private count = 0;
   private last = Number.NaN;
   private ewma = Number.NaN;
@@ -30,6 +45,22 @@ export class LinkEstimator {
     this.alpha = options.ewmaAlpha;
     this.warmup = Math.max(1, options.baselineWarmup);
     this.nominal = options.nominalMs !== undefined && Number.isFinite(options.nominalMs) ? options.nominalMs : Number.NaN;
+    this.slack = options.learnedSlackMs !== undefined && options.learnedSlackMs >= 0 ? options.learnedSlackMs : Infinity;
+  }
+
+  /** The registered nominal time, NaN without one. */
+  get nominalMs(): number {
+    return this.nominal;
+  }
+
+  /** The lowest window median learned so far, NaN before warm-up. */
+  get learnedMs(): number {
+    return this.learned;
+  }
+
+  /** What the links of the job run over their nominal time (ms): the nominal stands in as nominal + offset. */
+  calibrate(offsetMs: number): void {
+    this.offset = Number.isFinite(offsetMs) ? offsetMs : 0;
   }
 
   /**
@@ -41,6 +72,7 @@ export class LinkEstimator {
     this.window.resize(options.windowSize);
     this.alpha = options.ewmaAlpha;
     this.warmup = Math.max(1, options.baselineWarmup);
+    if (options.learnedSlackMs !== undefined && options.learnedSlackMs >= 0) this.slack = options.learnedSlackMs;
   }
 
   /** The samples in the window, oldest first. */
@@ -79,8 +111,9 @@ export class LinkEstimator {
   }
 
   baselineMs(): number {
-    if (this.learned !== this.learned) return this.nominal;
-    return this.nominal < this.learned ? this.nominal : this.learned;
+    const nominal = this.nominal + this.offset;
+    if (this.learned !== this.learned) return nominal;
+    return this.learned > nominal + this.slack ? nominal : this.learned;
   }
 
   extraMs(): number {

@@ -2,6 +2,7 @@ import { DetectorConfig } from './detector-config.type';
 import { LinkError, LinkObservation, PipelineLinkState, PipelineStragglerReason } from './detection.type';
 import { Hysteresis } from './hysteresis';
 import { LinkEstimator } from './link-estimator';
+import { medianInPlace } from './median-select';
 
 /** Activations go down the pipeline (reported by the upstream rank), gradients up (by the downstream rank). */
 export const FORWARD = 0;
@@ -22,13 +23,17 @@ class Direction {
   lastError: LinkError = null;
   /** Trailing severe samples (extra >= severeExtraMs). */
   severeRun = 0;
+  /** Trailing bad samples (the run that makes a straggler). */
+  badRun = 0;
+  /** Bad samples in a row that made it a straggler, at most enterAfter (0 before it ever was one). */
+  entryRun = 0;
   /** Samples since it last became a straggler (0 before). */
   sinceEntry = 0;
   /** Became a straggler while flagging was suspended (JobDetector.suspend): not reported as one. */
   suppressed = false;
 
   constructor(config: DetectorConfig, nominalMs: number | undefined, severeEnter: number) {
-    this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs });
+    this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs, learnedSlackMs: learnedSlackMs(config) });
     this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, severeEnter);
   }
 
@@ -38,22 +43,34 @@ class Direction {
   }
 
   reconfigure(config: DetectorConfig, severeEnter: number): void {
-    this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup });
+    this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, learnedSlackMs: learnedSlackMs(config) });
     this.hysteresis.reconfigure(config.enterAfter, config.leaveAfter, severeEnter);
   }
 
   /**
-   * Samples whose median sizes the straggler: the newest K (enterAfter), or, in the first K samples
-   * after a shorter severe run made it a straggler, only the samples since its onset, so the healthy
-   * samples before a step do not hide it. Later on the newest K again: in a straggler held through
-   * spells of healthy and slow samples (a flapping link), one sample alone would size it, and one
-   * outlier (a pause, a checkpoint) would re-plan it.
+   * Samples whose median sizes the straggler: the samples that made it (a run of two severe ones,
+   * or the K = enterAfter bad ones) and those since, up to the newest K. Never one sample alone
+   * unless one made it (enterAfter 1): mild, mild, then one spike of 150 ms is a straggler of the
+   * mild size, not of the spike's (issue 29); the healthy samples before a step do not hide a
+   * straggler that two severe samples made, and later on the newest K size it as it goes.
    */
   recentCount(enterAfter: number): number {
     const young = this.hysteresis.active && this.sinceEntry < enterAfter;
-    return young && this.severeRun > 0 && this.severeRun < enterAfter ? this.severeRun : enterAfter;
+    return young ? Math.max(1, Math.min(enterAfter, this.entryRun + this.sinceEntry)) : enterAfter;
   }
 }
+
+/**
+ * How far above its (calibrated) nominal time a link's learned baseline may be and still count as
+ * healthy: a straggler's size (the delegation threshold, or the severe size if lower). Above it the
+ * link was slow when it was learned.
+ */
+function learnedSlackMs(config: DetectorConfig): number {
+  return Math.min(config.delegationThresholdMs, config.severeExtraMs);
+}
+
+/** Directions with a learned baseline needed before the job's offset over its registered nominal is trusted. */
+const MIN_CALIBRATION_DIRECTIONS = 3;
 
 /** Healthy-link samples between two looks at the job's tail rate. */
 const RECOUNT_EVERY = 1024;
@@ -89,6 +106,10 @@ export class PipelineLinkTracker {
   private healthySamples = 0;
   private severeHealthySamples = 0;
   private sinceRecount = 0;
+  /** What the job's links run over their registered nominal time (median over directions), ms. */
+  private nominalOffset = 0;
+  private sinceCalibration = 0;
+  private scratch = new Float64Array(16);
   /** The tail rate as last read (every RECOUNT_EVERY samples): a reconfigure re-reads no newer one. */
   private rateRead = 0;
   /** Severe samples in a row that make a straggler now (severeEnterAfter, raised by the tail rate). */
@@ -141,6 +162,7 @@ export class PipelineLinkTracker {
     let d = this.directions[slot];
     if (d === undefined) {
       d = new Direction(this.config, this.nominalMs(sample.bytes), this.severeEnter);
+      d.estimator.calibrate(this.nominalOffset);
       this.directions[slot] = d;
       this.tracked++;
     }
@@ -155,6 +177,7 @@ export class PipelineLinkTracker {
       flipped = d.hysteresis.force(true);
     } else {
       if (sample.medianMs >= 0 && sample.medianMs < Infinity) d.estimator.add(sample.medianMs);
+      if (++this.sinceCalibration >= this.tracked) this.calibrate();
       const extra = d.estimator.lastExtraMs();
       const bad = sample.error === 'timeout' || this.isBad(extra, li);
       const severe = bad && extra >= this.config.severeExtraMs;
@@ -163,10 +186,12 @@ export class PipelineLinkTracker {
       // turn slow must not be taken for a heavy-tailed one).
       const endedRun = severe ? 0 : d.severeRun;
       d.severeRun = severe ? d.severeRun + 1 : 0;
+      d.badRun = bad ? d.badRun + 1 : 0;
       const wasActive = d.hysteresis.active;
       flipped = d.hysteresis.update(bad, severe);
       if (!wasActive) this.countTail(flipped ? 0 : endedRun);
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
+      if (flipped && d.hysteresis.active) d.entryRun = Math.min(this.config.enterAfter, d.badRun);
       if (d.nicFailure && !d.hysteresis.active) {
         d.nicFailure = false;
         changed = true;
@@ -225,6 +250,28 @@ export class PipelineLinkTracker {
     if (k === this.severeEnter) return;
     this.severeEnter = k;
     for (const d of this.directions) d?.hysteresis.reconfigure(this.config.enterAfter, this.config.leaveAfter, k);
+  }
+
+  /**
+   * The job's offset over its registered nominal times: the median over directions of learned
+   * baseline minus nominal, once MIN_CALIBRATION_DIRECTIONS have both. A registration a millisecond
+   * optimistic about every link then stands in as what the links really run, while a link slow from
+   * its first sample is still measured against its peers' level, not its own (LinkEstimator).
+   * O(directions), once per round of samples.
+   */
+  private calibrate(): void {
+    this.sinceCalibration = 0;
+    if (this.nominal === null) return;
+    if (this.scratch.length < this.directions.length) this.scratch = new Float64Array(this.directions.length);
+    let n = 0;
+    for (const d of this.directions) {
+      const over = d ? d.estimator.learnedMs - d.estimator.nominalMs : Number.NaN;
+      if (over === over) this.scratch[n++] = over;
+    }
+    const offset = n >= MIN_CALIBRATION_DIRECTIONS ? medianInPlace(this.scratch, n) : 0;
+    if (offset === this.nominalOffset) return;
+    this.nominalOffset = offset;
+    for (const d of this.directions) d?.estimator.calibrate(offset);
   }
 
   private severeEnterFor(rate: number): number {

@@ -6,7 +6,7 @@ import { PipemorphConfig } from './pipemorph-config.type';
 export function controlConfigOf(config: PipemorphConfig): ControlConfig {
   const { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } = config.remap;
   const {
-    gpuSendsInFlight, delegateCopyOverhead, refinePlanner: _refine, costAware: _c, switchCostMs: _s, predictionUncertainty: _u, stragglerPriorIterations: _p, stragglerPriorWeight: _w, ...control
+    gpuSendsInFlight, delegateCopyOverhead, refinePlanner: _refine, costAware: _c, switchCostMs: _s, predictionUncertainty: _u, stragglerPriorIterations: _p, stragglerPriorWeight: _w, delegatedRankMsPerIteration: _d, warmupMsPerIteration: _wu, recoveryWithinIterations: _r, ...control
   } = config.control;
   return { ...control, transport: { gpuSendsInFlight, delegateCopyOverhead }, remap: { enabled, minGain, migrationMsPerNode, amortizeIterations, searchBudgetMs } };
 }
@@ -14,5 +14,8 @@ export function controlConfigOf(config: PipemorphConfig): ControlConfig {
 /** The cost-aware switching knobs (config section "control"). */
 export function switchCostConfigOf(config: PipemorphConfig): SwitchCostConfig {
   const c = config.control;
-  return { costAware: c.costAware, switchCostMs: c.switchCostMs, predictionUncertainty: c.predictionUncertainty, stragglerPriorIterations: c.stragglerPriorIterations, stragglerPriorWeight: c.stragglerPriorWeight };
+  return {
+    costAware: c.costAware, switchCostMs: c.switchCostMs, predictionUncertainty: c.predictionUncertainty, stragglerPriorIterations: c.stragglerPriorIterations, stragglerPriorWeight: c.stragglerPriorWeight,
+    delegatedRankMsPerIteration: c.delegatedRankMsPerIteration, warmupMsPerIteration: c.warmupMsPerIteration, recoveryWithinIterations: c.recoveryWithinIterations,
+  };
 }

@@ -18,6 +18,12 @@ import { judgeForJob } from './judge-for-job';
 import { rebalanceForJob } from './rebalance-for-job';
 import { inSpan } from '../tracing/tracer';
 
+/** A taken recovery that a re-balance in the same step replaces: logged as declined, saying why. */
+function supersede(record: DecisionRecord, recovery: ControlDecision): void {
+  record.verdict = 'declined';
+  record.reason = `superseded by a re-balance in the same step, which also returns to ${recovery.delegation.length === 0 ? 'delegation off' : 'the delegation of the recovery'} (was: ${record.reason})`;
+}
+
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
 const HEALTHY_REFRESH_MS = 10000;
 /**
@@ -145,12 +151,15 @@ export class ControlService {
       judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
     }
     let decision = judged && judged.take ? outcome.decision : null;
-    // No other switch: a job that declared its layers may move them away from a slow rank (docs/rebalancing.md).
-    if (!decision && job.committed) {
+    // No other switch, or only the return to the initial plan: a job that declared its layers may move
+    // them (away from a slow rank, or back once it healed; docs/rebalancing.md). A re-balance taken
+    // with every link healthy is that return too (delegation off), so a recovery never holds it up.
+    if ((!decision || decision.kind === 'recovery') && job.committed) {
       const rebalanced = rebalanceForJob(job, input, snapshot, this.config, this.controlConfigFor(job), outcome.predictedStaticMs, now);
       if (rebalanced) this.metrics.decisions.inc({ job: job.jobId, kind: 'rebalance', verdict: rebalanced.record.verdict });
       if (rebalanced?.take && rebalanced.decision) {
-        decision = rebalanced.decision;
+        if (decision && judged) supersede(judged.record, decision);
+        decision = decision ? { ...rebalanced.decision, delegation: decision.delegation } : rebalanced.decision;
         judged = rebalanced;
       }
     }

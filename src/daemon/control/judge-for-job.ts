@@ -24,6 +24,8 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
     history: job.stragglers,
     paused: job.overrides.pauseSwitching,
     overrides: job.overrides.active,
+    current: job.planInForce(),
+    answeredKeys: job.answeredKeys(),
   });
   job.decisions.record(verdict.record);
   // A straggler still within the job's history of short ones is decided again at the next report.

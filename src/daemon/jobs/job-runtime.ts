@@ -7,7 +7,8 @@ import defaults from '../../../config/default.json';
 import { LinkObservation } from '../../core/detect/detection.type';
 import { StragglerHistory } from '../../core/control/straggler-history';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
-import { stragglingKeys } from '../../core/control/judge-decision';
+import { severeKeys, stragglingKeys } from '../../core/control/judge-decision';
+import { dataParallelKey, pipelineKey } from '../../core/control/switch-gate';
 import { LinkSample, PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
 import { IngestCounters } from '../ingest/ingest-counters.model';
 import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
@@ -116,6 +117,16 @@ export class JobRuntime {
   /** The committed schedule in force (as far as this replica knows). */
   get committed(): PublishedSchedule | null {
     return this.inForce;
+  }
+
+  /** The plan in force as the control decision sees it (its resources are priced by the cost gate); null before the first. */
+  planInForce(): JobControlInput['current'] {
+    return this.inForce ? this.currentPlan(this.inForce) : null;
+  }
+
+  /** The straggler keys (StragglerHistory's names) the schedule in force was made for: none for the first plan and a recovery. */
+  answeredKeys(): string[] {
+    return (this.inForce?.reason.links ?? []).map((l) => (l.kind === 'pipeline' ? pipelineKey(l.dp ?? 0, l.link ?? 0) : dataParallelKey(l.fromRank, l.toRank)));
   }
 
   /** The switch in flight (read-only; SwitchState is changed by the publisher alone). */
@@ -315,7 +326,8 @@ export class JobRuntime {
    * under the schedule in force (Eq. 1).
    */
   stepInput(snapshot: DetectionSnapshot, now: number, remapMinIntervalMs: number): JobControlInput | null {
-    this.stragglers.observe(this.progress.maxIteration, stragglingKeys(snapshot), stragglingKeys(snapshot, true));
+    const knobs = this.detector.config;
+    this.stragglers.observe(this.progress.maxIteration, stragglingKeys(snapshot), stragglingKeys(snapshot, true), severeKeys(snapshot, knobs.severeExtraMs, knobs.computeSlowRatio));
     if (this.switching.handshake || this.layout.pendingTopology || this.progress.maxIteration < this.layout.holdUntilIteration) {
       this.requestEvaluation();
       return null;

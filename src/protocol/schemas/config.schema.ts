@@ -292,7 +292,10 @@ export const configSchema = {
         "switchCostMs",
         "predictionUncertainty",
         "stragglerPriorIterations",
-        "stragglerPriorWeight"
+        "stragglerPriorWeight",
+        "delegatedRankMsPerIteration",
+        "warmupMsPerIteration",
+        "recoveryWithinIterations"
       ],
       "properties": {
         "planner": {
@@ -352,6 +355,24 @@ export const configSchema = {
           "exclusiveMinimum": 0,
           "maximum": 1000,
           "description": "Weight of stragglerPriorIterations against one observed straggler episode (0.25: a quarter of one)."
+        },
+        "delegatedRankMsPerIteration": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1000000,
+          "description": "What a rank running CPU delegates costs per iteration, ms of iteration time (the CPU cores and pinned host memory its delegates hold): priced in the cost gate with iteration time, so a healed job gives delegation back and a plan that adds delegates must gain more. 0: delegation is free."
+        },
+        "warmupMsPerIteration": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1000000,
+          "description": "What one warm-up forward held costs per iteration, ms (a microbatch of activations on one stage of one replica): priced in the cost gate, so a healed job returns to the memory-lean initial warm-ups. 0: activation memory is free."
+        },
+        "recoveryWithinIterations": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000000,
+          "description": "Iterations the stragglers a plan was made for must be healthy before the return to the initial plan (delegation off, initial warm-ups) is taken whatever the cost gate says: the bound on how long a healed job holds resources."
         },
         "maxDelegateQueues": {
           "type": "integer",
