@@ -63,6 +63,34 @@ function bursts(shape: CorpusShape, iterations: number, seed: number, perIterati
   return out;
 }
 
+/**
+ * The job an outside rank model ran (issue 29): 4 stages x 12 microbatches x dp 2 whose links run
+ * 1.7 ms healthy while the registration promises 0.69 ms.
+ */
+function outside4(): CorpusShape {
+  return { ...uniform4(2), linkMs: 1.7, nominalLinkMs: 0.69 };
+}
+
+/**
+ * That model's noise: a Pareto(1.3) excess on every direction's per-iteration median, GC pauses of
+ * 50-300 ms, a job-wide 500 ms checkpoint stall every 100 iterations.
+ */
+function outsideNoise(): NoiseSpec[] {
+  return [
+    { type: 'pareto-median', scaleMs: 0.3, alpha: 1.3 },
+    { type: 'compute-jitter', sigma: 0.03 },
+    { type: 'gc-pause', probability: 0.01, minMs: 50, maxMs: 300 },
+    { type: 'checkpoint', every: 100, durationMs: 500, linkFactor: 1 },
+  ];
+}
+
+/** A link flapping +30 ms for 1-2 iterations at a time (labeled: never worth a switch). */
+function flap(dp: number, link: number, from: number, to: number): StragglerSpec[] {
+  const out: StragglerSpec[] = [];
+  for (let t = from, k = 0; t < to; t += 37, k++) out.push({ target: { kind: 'pipeline', dp, link }, shape: { type: 'constant', ms: 30 }, start: t, end: t + (k % 2) });
+  return out;
+}
+
 function scenario(name: string, cls: ScenarioClass, seed: number, iterations: number, shape: CorpusShape, noise: NoiseSpec[], stragglers: StragglerSpec[], localities?: string[]): CorpusScenario {
   return { name, class: cls, seed, iterations, shape, noise, stragglers, ...(localities ? { localities } : {}) };
 }
@@ -103,7 +131,16 @@ export function detectionCorpus(scale = 1, superpodTrace?: string): CorpusScenar
     { type: 'clock-step', rank: 100, at: 1500, stepMs: 800 },
   ], bursts(a16, Math.max(200, Math.round(3000 * scale)), 18, 0.004)));
 
+  const o4 = outside4();
+  list.push(scenario('healthy 4x12 dp2, outside noise and a flapping link', 'healthy-outside', 19, H, o4, outsideNoise(), flap(1, 0, 100, H - 10)));
+
   const noisy = baseNoise();
+  const O = (name: string, cls: ScenarioClass, seed: number, iterations: number, stragglers: StragglerSpec[]) => list.push(scenario(name, cls, seed, iterations, outside4(), outsideNoise(), stragglers));
+  // Two mild samples, then one 150 ms spike, then healthy (the outside's false switch): a 3-iteration label, never worth acting on.
+  O('outside 4x12 dp2, a spike after mild wobble', 'constant', 191, 600, [{ target: { kind: 'pipeline', dp: 0, link: 1 }, shape: { type: 'steps', steps: [[0, 7.2], [1, 4.5], [2, 149.3]] }, start: 300, end: 302 }]);
+  O('outside 4x12 dp2, flapping history, then 30 ms on link 2', 'constant', 192, 900, [...flap(1, 0, 100, 880), { target: { kind: 'pipeline', dp: 0, link: 2 }, shape: { type: 'constant', ms: 30 }, start: 500, end: 800 }]);
+  O('outside 4x12 dp2, 25 ms on link 2 for 60 iterations', 'constant', 193, 600, [{ target: { kind: 'pipeline', dp: 0, link: 2 }, shape: { type: 'constant', ms: 25 }, start: 300, end: 359 }]);
+  O('outside 4x12 dp2, 30 ms ring link', 'dp-ring', 194, 800, [...flap(1, 0, 100, 780), { target: { kind: 'node-pair', a: 1, b: 5 }, shape: { type: 'constant', ms: 30 }, start: 400, end: 780 }]);
   const S = (name: string, cls: ScenarioClass, seed: number, iterations: number, shape: CorpusShape, stragglers: StragglerSpec[], localities?: string[]) =>
     list.push(scenario(name, cls, seed, iterations, shape, noisy, stragglers, localities));
   for (const [ms, seed] of [[5, 21], [10, 22], [20, 23], [30, 24], [60, 25], [120, 26]] as const) {

@@ -35,6 +35,7 @@ export interface StragglerSpec {
 /** One noise source (see NOISE_MODELS in noise.ts for what each parameter means and where it comes from). */
 export type NoiseSpec =
   | { type: 'link-jitter'; sigma: number; tailProbability: number; tailScaleMs: number; tailAlpha: number }
+  | { type: 'pareto-median'; scaleMs: number; alpha: number }
   | { type: 'compute-jitter'; sigma: number }
   | { type: 'gc-pause'; probability: number; minMs: number; maxMs: number }
   | { type: 'dataloader-stall'; rank: number; probability: number; minMs: number; maxMs: number }
@@ -51,6 +52,7 @@ export type ScenarioClass =
   | 'healthy-restart'
   | 'healthy-clock'
   | 'healthy-all-noise'
+  | 'healthy-outside'
   | 'constant'
   | 'ramp'
   | 'intermittent'
@@ -77,6 +79,8 @@ export interface CorpusShape {
   gradientBytes: number[];
   /** Device memory per stage in microbatches of activations. */
   deviceActivations: number;
+  /** The one-way pipeline message time the registration's nominal network promises, ms (absent: no nominal network registered). */
+  nominalLinkMs?: number;
 }
 
 export interface CorpusScenario {

@@ -9,6 +9,8 @@ import { NoiseSpec } from './corpus.type';
 export const NOISE_MODELS: Record<NoiseSpec['type'], string> = {
   'link-jitter':
     'every link sample: median x lognormal(0, sigma); with tailProbability a Pareto(tailAlpha) excess of tailScaleMs added (heavy-tailed NCCL/gloo p2p latency)',
+  'pareto-median':
+    'every link sample, pipeline and ring, every direction and iteration: its median gets a Pareto(alpha) excess of scale scaleMs (Lomax: scaleMs x (U^(-1/alpha) - 1)); an outside rank model\'s per-iteration medians (issue 29)',
   'compute-jitter': 'every F, B, W median x lognormal(0, sigma) (kernel time variation, clock boost changes)',
   'gc-pause':
     'per rank and iteration with `probability`, a Python GC pause log-uniform in [minMs, maxMs]: the whole job waits (iteration time); the messages in flight into the paused rank wait it out, so the links into it see it in their max, and in their median only when more than half of the iteration\'s messages were in flight (deep delegate queues, few microbatches): a sender blocked on its in-flight sends sends nothing more until the pause ends',
@@ -106,6 +108,7 @@ export class NoiseSource {
       median *= Math.exp(s.sigma * this.normal());
       if (this.random() < s.tailProbability) tail += s.tailScaleMs * (Math.pow(1 - this.random(), -1 / s.tailAlpha) - 1);
     }
+    for (const s of this.specs) if (s.type === 'pareto-median') median += s.scaleMs * (Math.pow(1 - this.random(), -1 / s.alpha) - 1);
     // A tail event hits a few messages of the iteration: the max always, the median a third of the time.
     const medianMs = median + (this.random() < 1 / 3 ? tail : 0);
     return { medianMs, maxMs: Math.max(medianMs, median * 1.3 + tail) };

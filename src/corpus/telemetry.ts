@@ -58,6 +58,8 @@ export function registrationOf(s: CorpusScenario, jobId: string): Registration {
     memory: { deviceBytes: new Array(stages).fill(deviceActivations * activationBytes), activationBytes: new Array(stages).fill(activationBytes), hostBytes: 1e12 },
     computeMs: { fMs, bMs, wMs },
     ...(dp > 1 ? { dataParallel: { gradientBytes, chunkBytes: CHUNK_BYTES, gbps: RING_GBPS, latencyMs: RING_LATENCY_MS, inflightChunks: RING_INFLIGHT } } : {}),
+    // The nominal time is latency + bytes at bandwidth: a bandwidth so high that it is the latency alone.
+    ...(s.shape.nominalLinkMs !== undefined ? { network: { latencyMs: s.shape.nominalLinkMs, nominalGBps: 1e9 } } : {}),
   } as Registration;
 }
 

@@ -125,6 +125,35 @@ describe('decisions on outside-shaped telemetry (issue 29)', () => {
   });
 });
 
+describe('a lasting straggler after a noisy history (issue 29, item 4)', () => {
+  // The history: another link flapping +30 ms for 1-2 iterations every 37, and the Pareto medians' mild spells everywhere.
+  const flapping = (t: number, dp: number, link: number) => (dp === 1 && link === 0 && t >= 100 && t % 37 < 1 + (t % 2) ? 30 : 0);
+  const ONSET = 500;
+
+  // The goals are 6 iterations (median) and 10 (p95) over bench:detection's corpus; here, after a
+  // severe flapping link the gate waits out that job's severe spells (1-2 iterations): 7 measured.
+  it('a +30 ms pipeline link is in force within 10 iterations of its onset', () => {
+    const ranks = new ProtocolRanks('lasting', 5);
+    ranks.extraMs = (t, dp, link) => flapping(t, dp, link) + (dp === 0 && link === 2 && t >= ONSET ? 30 : 0);
+    const run = drive(ranks, ONSET + 40);
+    const reaction = after(run, 'straggler').find((s) => s.record.iteration >= ONSET && s.decision.links.some((l) => l.dp === 0 && l.link === 2));
+    if (process.env.PIPEMORPH_SPEC_PRINT) process.stdout.write(`pipeline: in force ${reaction ? reaction.effectiveIteration - ONSET : 'never'}; switches before onset ${after(run).filter((s) => s.record.iteration < ONSET).length}\n${run.records.filter((r) => r.iteration >= ONSET - 1).slice(0, 6).map((r) => `${r.iteration} ${r.kind} ${r.verdict} ${r.reason}`).join('\n')}\n`);
+    expect(reaction).toBeDefined();
+    expect(reaction!.effectiveIteration - ONSET).toBeLessThanOrEqual(10);
+  });
+
+  it('a +30 ms ring link is re-mapped within 10 iterations of its onset', () => {
+    const ranks = new ProtocolRanks('ring', 6);
+    ranks.extraMs = (t, dp, link) => flapping(t, dp, link);
+    ranks.ringExtraMs = (t, from, to) => (from === 1 && to === 5 && t >= ONSET ? 30 : 0);
+    const run = drive(ranks, ONSET + 40);
+    const reaction = after(run).find((s) => s.record.iteration >= ONSET);
+    if (process.env.PIPEMORPH_SPEC_PRINT) process.stdout.write(`ring: ${reaction?.decision.kind} in force ${reaction ? reaction.effectiveIteration - ONSET : 'never'}; declined ${run.records.filter((r) => r.verdict === 'declined' && r.iteration >= ONSET).length}\n`);
+    expect(reaction).toBeDefined();
+    expect(reaction!.effectiveIteration - ONSET).toBeLessThanOrEqual(10);
+  });
+});
+
 function ranks_linkMs(): number {
   return new ProtocolRanks('x', 1).linkMs;
 }

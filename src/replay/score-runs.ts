@@ -3,6 +3,7 @@ import { ScenarioRun, targetKeys } from './run-scenario';
 
 const DAY_MS = 86_400_000;
 
+
 /** Detection and decision quality of one class of scenarios (bench/results/detection.json). */
 export interface ClassScore {
   class: string;
@@ -19,12 +20,28 @@ export interface ClassScore {
   /** Same, by size: delays >= 20 ms, and 5-20 ms. */
   detectMedianAtLeast20ms: number | null;
   detectMedianAtLeast5ms: number | null;
+  /**
+   * Iterations from a >= 20 ms pipeline or ring straggler's onset (its label's start, not when it
+   * became detectable) to the first iteration run on a plan made for it: detection, the cost gate
+   * and the switch's lead together (null: none such labeled).
+   */
+  inForceMedian: number | null;
+  inForceP95: number | null;
+  /** Such stragglers never answered by a plan. */
+  inForceMissed: number;
+  /** Iterations from a lasting straggler's healing (its label's end) to the first iteration back on the initial plan, delegation off; null: none healed in time to see. */
+  backMedian: number | null;
+  backMax: number | null;
+  /** Healed stragglers not followed by a return within the run. */
+  backMissed: number;
   switches: number;
   falseSwitches: number;
   falseRemaps: number;
+  /** Pipeline time of the healthy scenarios among the runs (no noise: iterations as the job's plans run them), days. */
   jobDays: number;
-  falseSwitchesPerJobDay: number;
-  falseRemapsPerJobDay: number;
+  /** False switches on healthy scenarios per job-day of their pipeline time (null: no healthy scenario in the set). */
+  falseSwitchesPerJobDay: number | null;
+  falseRemapsPerJobDay: number | null;
   /** Pipeline time of the daemon over the label oracle's, minus 1. */
   lossVsOracle: number;
   declined: number;
@@ -53,13 +70,22 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
   let switches = 0;
   let falseSwitches = 0;
   let falseRemaps = 0;
-  let wallMs = 0;
+  let healthyFalseSwitches = 0;
+  let healthyFalseRemaps = 0;
+  let healthyMs = 0;
+  const inForce: number[] = [];
+  let inForceMissed = 0;
+  const back: number[] = [];
+  let backMissed = 0;
   let daemonMs = 0;
   let oracleMs = 0;
   let declined = 0;
   for (const run of runs) {
     const grace = leaveAfter + GRACE_ITERATIONS;
-    wallMs += run.wallMs;
+    const healthyRun = run.scenario.class.startsWith('healthy');
+    const falseBefore = falseSwitches;
+    const remapsBefore = falseRemaps;
+    if (healthyRun) healthyMs += run.daemonMs;
     daemonMs += run.daemonMs;
     oracleMs += run.oracleMs;
     declined += run.declined;
@@ -116,8 +142,26 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
       const spells = periodic ? Math.max(1, Math.round((l.end - l.start + 1) / 250)) : 1;
       if (count > SWITCHES_PER_LABEL * spells) falseSwitches++;
     }
+    if (healthyRun) {
+      healthyFalseSwitches += falseSwitches - falseBefore;
+      healthyFalseRemaps += falseRemaps - remapsBefore;
+    }
+    // Reaction from onset, and the return after healing, of lasting stragglers worth acting on.
+    for (const l of run.labels) {
+      if (!l.worthActing || l.shape !== 'constant' || l.target.kind === 'compute') continue;
+      if (l.magnitude >= 20) {
+        const answer = run.switches.find((s) => s.kind !== 'initial' && s.kind !== 'recovery' && s.iteration >= l.start && s.iteration <= l.end);
+        if (answer) inForce.push(answer.effectiveIteration - l.start);
+        else inForceMissed++;
+      }
+      if (l.end + GRACE_ITERATIONS + leaveAfter < run.scenario.iterations) {
+        const home = run.switches.find((s) => s.kind === 'recovery' && s.iteration > l.end);
+        if (home) back.push(home.effectiveIteration - l.end - 1);
+        else backMissed++;
+      }
+    }
   }
-  const jobDays = wallMs / DAY_MS;
+  const jobDays = healthyMs / DAY_MS;
   return {
     class: cls,
     scenarios: runs.length,
@@ -129,12 +173,18 @@ export function scoreRuns(cls: string, runs: ScenarioRun[], leaveAfter: number):
     detectP95: quantile(delays, 0.95),
     detectMedianAtLeast20ms: quantile(big, 0.5),
     detectMedianAtLeast5ms: quantile(mid, 0.5),
+    inForceMedian: quantile(inForce, 0.5),
+    inForceP95: quantile(inForce, 0.95),
+    inForceMissed,
+    backMedian: quantile(back, 0.5),
+    backMax: quantile(back, 1),
+    backMissed,
     switches,
     falseSwitches,
     falseRemaps,
     jobDays,
-    falseSwitchesPerJobDay: jobDays > 0 ? falseSwitches / jobDays : 0,
-    falseRemapsPerJobDay: jobDays > 0 ? falseRemaps / jobDays : 0,
+    falseSwitchesPerJobDay: jobDays > 0 ? healthyFalseSwitches / jobDays : null,
+    falseRemapsPerJobDay: jobDays > 0 ? healthyFalseRemaps / jobDays : null,
     lossVsOracle: oracleMs > 0 ? daemonMs / oracleMs - 1 : 0,
     declined,
   };
