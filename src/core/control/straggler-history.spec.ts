@@ -111,4 +111,72 @@ describe('StragglerHistory', () => {
     expect(old.expectedRemaining('p:0:1', 41)).not.toBe(h.expectedRemaining('p:0:1', 41));
     expect(() => h.reconfigure({ priorIterations: 0, priorWeight: 1 })).toThrow(RangeError);
   });
+
+  describe('what counts as an episode: mild and severe spells (issue 29, item 4)', () => {
+    /** Noise's history: 40 spells of 1-2 iterations on four links, mild (none reached the severe size). */
+    const noisy = (severeToo: boolean) => {
+      const h = new StragglerHistory({ priorIterations: 100, priorWeight: 0.01, holdIterations: 0 });
+      let t = 0;
+      for (let k = 0; k < 40; k++) {
+        const key = `p:0:${k % 4}`;
+        for (let i = 0; i < 1 + (k % 2); i++) h.observe(t++, [key], [], severeToo ? [key] : []);
+        for (let i = 0; i < 5; i++) h.observe(t++, []);
+      }
+      return { h, t };
+    };
+
+    it("mild spells elsewhere do not teach the gate that a severe straggler ends at once: the prior answers", () => {
+      const { h, t } = noisy(false);
+      h.observe(t, ['p:1:2'], [], ['p:1:2']);
+      expect(h.expectedRemaining('p:1:2', t)).toBe(100);
+      expect(h.withinHistory('p:1:2', t)).toBe(false);
+      // A mild straggler on the same link still learns from them: mild ones end within a couple of iterations.
+      const mild = noisy(false);
+      mild.h.observe(mild.t, ['p:1:2']);
+      expect(mild.h.expectedRemaining('p:1:2', mild.t)).toBeLessThan(3);
+    });
+
+    it('twin: the same history of severe spells holds a new severe straggler back until it outlives them', () => {
+      const { h, t } = noisy(true);
+      h.observe(t, ['p:1:2'], [], ['p:1:2']);
+      expect(h.expectedRemaining('p:1:2', t)).toBeLessThan(3);
+      expect(h.withinHistory('p:1:2', t)).toBe(true);
+      for (let i = 1; i <= 3; i++) h.observe(t + i, ['p:1:2'], [], ['p:1:2']);
+      expect(h.expectedRemaining('p:1:2', t + 2)).toBeLessThan(1); // the 2-iteration spells end now
+      expect(h.expectedRemaining('p:1:2', t + 3)).toBe(100); // outlived them all: the prior
+    });
+
+    it("a spell is severe once its size reached the severe size at some point, and is learned in that class", () => {
+      const h = new StragglerHistory({ priorIterations: 100, priorWeight: 0.01 });
+      h.observe(0, ['p:0:0']);
+      h.observe(1, ['p:0:0'], [], ['p:0:0']); // grew severe
+      h.observe(2, ['p:0:0']); // smaller again, still the same severe spell
+      h.observe(3, []);
+      h.observe(10, ['p:0:1'], [], ['p:0:1']);
+      // The one severe episode (3 iterations) informs the new severe spell: a survivor at age 0.
+      expect(h.withinHistory('p:0:1', 10)).toBe(true);
+      h.observe(20, ['p:0:2']);
+      expect(h.withinHistory('p:0:2', 20)).toBe(false); // no mild episode to learn from
+    });
+  });
+
+  it('healthy for: since the given keys (any key without) were last flagged', () => {
+    const h = history();
+    expect(h.healthyFor(5)).toBe(Infinity);
+    h.observe(10, ['p:0:1', 'p:0:2']);
+    h.observe(11, ['p:0:2']);
+    h.observe(12, []);
+    expect(h.healthyFor(30)).toBe(19);
+    expect(h.healthyFor(30, ['p:0:1'])).toBe(20);
+    expect(h.healthyFor(30, ['p:9:9'])).toBe(Infinity);
+  });
+
+  it("a recovery's healthy spell is judged on the keys its plan answered, not on another link's noise", () => {
+    const h = history();
+    let t = flap(h, 'p:0:1', 30, 1, 1); // the straggler the plan was for: one long episode
+    t = flap(h, 'p:0:3', 1, 3, 8, t); // another link's noise: short gaps
+    expect(h.expectedHealthyNow(t, ['p:0:1'])).toBeGreaterThanOrEqual(100);
+    // Twin: over every key that straggled, the noisy link's short gaps answer.
+    expect(h.expectedHealthyNow(t)).toBeLessThan(10);
+  });
 });
