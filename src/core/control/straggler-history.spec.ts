@@ -160,14 +160,16 @@ describe('StragglerHistory', () => {
     });
   });
 
-  it('healthy for: since the given keys (any key without) were last flagged', () => {
+  it('healthy for: since the end of the last episode of the given keys (of any key without); 0 while one straggles', () => {
     const h = history();
     expect(h.healthyFor(5)).toBe(Infinity);
     h.observe(10, ['p:0:1', 'p:0:2']);
-    h.observe(11, ['p:0:2']);
-    h.observe(12, []);
-    expect(h.healthyFor(30)).toBe(19);
-    expect(h.healthyFor(30, ['p:0:1'])).toBe(20);
+    expect(h.healthyFor(10)).toBe(0);
+    h.observe(11, ['p:0:2']); // p:0:1 ended at 11
+    h.observe(12, []); // p:0:2 ended at 12
+    // Counted from the episodes' ends, not from the last step that saw them: steps come at changes and maintenance ticks only.
+    expect(h.healthyFor(30)).toBe(18);
+    expect(h.healthyFor(30, ['p:0:1'])).toBe(19);
     expect(h.healthyFor(30, ['p:9:9'])).toBe(Infinity);
   });
 

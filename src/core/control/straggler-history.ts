@@ -90,8 +90,6 @@ interface KeyState {
   endedAt: number;
   /** The open episode has reached the severe size. */
   severe: boolean;
-  /** Newest iteration it was flagged at. */
-  lastFlagged: number;
 }
 
 /** The two classes of episodes (see the class comment). */
@@ -110,8 +108,6 @@ export class StragglerHistory {
   /** The job's episodes (any key) by class, MILD and SEVERE. */
   private readonly jobEpisodes = [new Ring(JOB_EPISODES_KEPT), new Ring(JOB_EPISODES_KEPT)];
   private readonly jobGaps = new Ring(JOB_EPISODES_KEPT);
-  /** Newest iteration some key was flagged at (NaN: never). */
-  private lastFlagged = Number.NaN;
 
   private options: StragglerHistoryOptions;
 
@@ -139,11 +135,10 @@ export class StragglerHistory {
     const now = new Set(straggling);
     const easing = new Set(recovering);
     const big = new Set(severe);
-    if (now.size > 0) this.lastFlagged = iteration;
     for (const key of now) {
       let s = this.keys.get(key);
       if (!s) {
-        s = { episodes: [new Ring(EPISODES_KEPT), new Ring(EPISODES_KEPT)], gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, recovering: false, endedAt: Number.NaN, severe: false, lastFlagged: iteration };
+        s = { episodes: [new Ring(EPISODES_KEPT), new Ring(EPISODES_KEPT)], gaps: new Ring(EPISODES_KEPT), onset: Number.NaN, recovering: false, endedAt: Number.NaN, severe: false };
         this.keys.set(key, s);
       }
       if (s.onset !== s.onset) {
@@ -156,7 +151,6 @@ export class StragglerHistory {
         }
       }
       s.recovering = easing.has(key);
-      s.lastFlagged = iteration;
       if (big.has(key)) s.severe = true;
     }
     const hold = this.options.holdIterations ?? 0;
@@ -173,15 +167,17 @@ export class StragglerHistory {
   }
 
   /**
-   * Iterations since any of `keys` (any key when none is given) was last flagged, at `iteration`:
-   * 0 while one is, Infinity when none ever was.
+   * Iterations `keys` (every key when none is given) have been healthy at `iteration`: since the end
+   * of the last episode of any of them (the detector's hold taken off), 0 while one straggles,
+   * Infinity when none ever did.
    */
   healthyFor(iteration: number, keys?: readonly string[]): number {
-    if (!keys || keys.length === 0) return this.lastFlagged === this.lastFlagged ? Math.max(0, iteration - this.lastFlagged) : Infinity;
     let least = Infinity;
-    for (const key of keys) {
+    for (const key of keys && keys.length > 0 ? keys : this.keys.keys()) {
       const s = this.keys.get(key);
-      if (s) least = Math.min(least, Math.max(0, iteration - s.lastFlagged));
+      if (!s) continue;
+      if (s.onset === s.onset) return 0;
+      if (s.endedAt === s.endedAt) least = Math.min(least, Math.max(0, iteration - s.endedAt));
     }
     return least;
   }
