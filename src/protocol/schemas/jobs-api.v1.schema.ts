@@ -987,10 +987,14 @@ export const jobsApiV1Schema = {
                 "benefitMs",
                 "costMs"
               ],
-              "description": "The cost gate's arithmetic: benefitMs = gainMsPerIteration x (1 - uncertainty) x (expectedIterations - leadIterations), taken when above costMs. Null for first plans, NIC failures and with control.costAware off.",
+              "description": "The cost gate's arithmetic: benefitMs = (gainMsPerIteration x (1 - uncertainty) + resourceMsPerIteration) x (expectedIterations - leadIterations), taken when above costMs. Null for first plans, NIC failures, recoveries taken by control.recoveryWithinIterations and with control.costAware off.",
               "properties": {
                 "gainMsPerIteration": {
                   "type": "number"
+                },
+                "resourceMsPerIteration": {
+                  "type": "number",
+                  "description": "Resources the switch gives back per iteration, ms (control.delegatedRankMsPerIteration per delegated rank, control.warmupMsPerIteration per warm-up forward, of the plan in force minus the new plan's; negative when it takes more)."
                 },
                 "expectedIterations": {
                   "type": [
@@ -1270,6 +1274,15 @@ export const jobsApiV1Schema = {
                       "type": "number"
                     },
                     "stragglerPriorWeight": {
+                      "type": "number"
+                    },
+                    "delegatedRankMsPerIteration": {
+                      "type": "number"
+                    },
+                    "warmupMsPerIteration": {
+                      "type": "number"
+                    },
+                    "recoveryWithinIterations": {
                       "type": "number"
                     }
                   }
