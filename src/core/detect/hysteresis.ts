@@ -46,15 +46,19 @@ export class Hysteresis {
     return this.on && this.streak > 0;
   }
 
-  /** Records one observation (`severe` counts only when `bad`); true when the state flipped. */
-  update(bad: boolean, severe = false): boolean {
+  /**
+   * Records one observation (`severe` counts only when `bad`); true when the state flipped.
+   * `regular` false: this observation may not complete the enterAfter run (it still counts towards
+   * it), only the severe run may flip the state now.
+   */
+  update(bad: boolean, severe = false, regular = true): boolean {
     this.severeStreak = !this.on && bad && severe ? this.severeStreak + 1 : 0;
     if (bad === this.on) {
       this.streak = 0;
       return false;
     }
     ++this.streak;
-    if (this.on ? this.streak < this.leave : this.streak < this.enter && this.severeStreak < this.enterSevere) return false;
+    if (this.on ? this.streak < this.leave : (!regular || this.streak < this.enter) && this.severeStreak < this.enterSevere) return false;
     this.on = bad;
     this.streak = 0;
     this.severeStreak = 0;

@@ -40,6 +40,28 @@ describe('PipelineLinkTracker: severe entry against the job tail rate', () => {
     expect(flagsAfter(t, 1)).toBe(true);
   });
 
+  it('on a heavy-tailed job a mild sample and two tail samples make no straggler: a run sized severe needs the severe run (issue 29)', () => {
+    // 8 ms is bad (over delegationThresholdMs), 40 ms severe: mild, severe, severe is enterAfter (3) bad samples of median 40 ms.
+    const mildThenTwo = (t: PipelineLinkTracker) => {
+      for (const ms of [18, 50, 50]) t.observe(0, 3, FORWARD, sample(ms));
+      return t.activeCount > 0;
+    };
+    const heavy = new PipelineLinkTracker(config, 8, 4, null);
+    healthy(heavy, 4000, 0.005, 2);
+    expect(heavy.severeEnterAfter).toBe(3);
+    expect(mildThenTwo(heavy)).toBe(false);
+    expect(flagsAfter(heavy, 1)).toBe(true); // the third severe sample
+    // Twin: on a quiet job two severe samples are evidence enough, by either path.
+    const quiet = new PipelineLinkTracker(config, 8, 4, null);
+    healthy(quiet, 400, 0, 1);
+    expect(mildThenTwo(quiet)).toBe(true);
+    // And a run of mild samples still enters on enterAfter, heavy tail or not.
+    const mild = new PipelineLinkTracker(config, 8, 4, null);
+    healthy(mild, 4000, 0.005, 2);
+    for (const ms of [18, 19, 18]) mild.observe(0, 3, FORWARD, sample(ms));
+    expect(mild.activeCount).toBe(1);
+  });
+
   it('a job whose links often turn slow for good is not taken for a heavy-tailed one', () => {
     const t = new PipelineLinkTracker(config, 8, 4, null);
     healthy(t, 200, 0, 4);

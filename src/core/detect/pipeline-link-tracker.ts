@@ -79,6 +79,12 @@ const RECOUNT_EVERY = 1024;
  * sample must not read as a 1-in-50 rate.
  */
 const PRIOR_SAMPLES = 4096;
+/**
+ * Chance severe samples past which the job's own count speaks for itself, without the prior: three
+ * in the first thousand samples are a heavy tail (issue 29: a Pareto(1.3) fabric read as 1 in 4000
+ * for its first few hundred iterations, and its first 2-iteration flap of +30 ms was a switch).
+ */
+const TAIL_EVENTS_TRUSTED = 3;
 /** Past this many healthy samples the counts are halved: the rate follows the fabric as it changes. */
 const DECAY_AT = 1 << 20;
 
@@ -187,8 +193,12 @@ export class PipelineLinkTracker {
       const endedRun = severe ? 0 : d.severeRun;
       d.severeRun = severe ? d.severeRun + 1 : 0;
       d.badRun = bad ? d.badRun + 1 : 0;
+      // A run of bad samples whose median is severe is a severe straggler: it needs the severe run the
+      // job's tail asks for (severeEnterAfter, raised on a heavy-tailed job), not only enterAfter bad
+      // samples, or a mild sample and two chance tail samples would make one (issue 29).
+      const sizedSevere = bad && d.severeRun < this.severeEnter && d.estimator.recentExtraMs(Math.min(this.config.enterAfter, d.badRun)) >= this.config.severeExtraMs;
       const wasActive = d.hysteresis.active;
-      flipped = d.hysteresis.update(bad, severe);
+      flipped = d.hysteresis.update(bad, severe, !sizedSevere);
       if (!wasActive) this.countTail(flipped ? 0 : endedRun);
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (flipped && d.hysteresis.active) d.entryRun = Math.min(this.config.enterAfter, d.badRun);
@@ -245,7 +255,8 @@ export class PipelineLinkTracker {
       this.healthySamples /= 2;
       this.severeHealthySamples /= 2;
     }
-    this.rateRead = this.severeHealthySamples / (this.healthySamples + PRIOR_SAMPLES);
+    const prior = this.severeHealthySamples >= TAIL_EVENTS_TRUSTED ? 0 : PRIOR_SAMPLES;
+    this.rateRead = this.severeHealthySamples / (this.healthySamples + prior);
     const k = this.severeEnterFor(this.rateRead);
     if (k === this.severeEnter) return;
     this.severeEnter = k;
