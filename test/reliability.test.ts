@@ -6,6 +6,7 @@
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
+import { ControlService } from '../src/daemon/control/control.service';
 import { JobRegistry } from '../src/daemon/jobs/job-registry.service';
 import { JOB_STORE } from '../src/daemon/store/job-store.repository';
 import { ControlEvent, PublishedSchedule } from '../src/protocol/protocol-v1.type';
@@ -291,58 +292,73 @@ describe('fault 8: a job\'s epoch changed behind its leader\'s lease (issue 23, 
   /**
    * The report: a daemon leads a job, another client INCRs the job's epoch key (the lease untouched),
    * then a link turns slow; up to 50 straggler iterations, answering control events as ranks do.
-   * `retake: false` stubs the daemon's re-take of a fenced job (JobRegistry.retakeFenced) out. The
-   * times of the store's fenced answers and of the epochs it took again are recorded in the daemon.
+   * Each iteration waits for the daemon to have processed its reports and settled the control steps
+   * they triggered, so the 50 are iterations the daemon saw, however loaded the machine (3 of 3 fresh
+   * clones failed with a fixed 15 ms between iterations). `retake: false` stubs the daemon's re-take of
+   * a fenced job (JobRegistry.retakeFenced) out. The store's fenced answers and the epochs it took
+   * again are counted in the daemon, and the job's owner key is read at every iteration.
    */
   async function tamperedStraggler(retake: boolean) {
     const d = await daemon();
     const registry = d.app.get(JobRegistry);
+    const control = d.app.get(ControlService);
     if (!retake) jest.spyOn(registry, 'retakeFenced').mockResolvedValue(false);
-    const fencedAt: number[] = [];
-    const retakenAt: number[] = [];
+    const events: string[] = [];
     const store = d.app.get(JOB_STORE) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const method of ['nextVersion', 'prepare', 'commit', 'abort', 'commitDirect', 'retakeEpoch']) {
       const original = store[method].bind(store);
       store[method] = async (...args: unknown[]) => {
         const result = await original(...args);
-        if (result === 'fenced') fencedAt.push(Date.now());
-        if (method === 'retakeEpoch' && typeof result === 'number') retakenAt.push(Date.now());
+        if (result === 'fenced') events.push('fenced');
+        if (method === 'retakeEpoch' && typeof result === 'number') events.push('retaken');
         return result;
       };
     }
     const job = newJob('tampered');
     await job.register();
     const initial = await waitFor('the initial schedule', () => job.committed());
-    for (let k = 0; k < 12; k++) await job.reportIteration();
+    // The newest iteration the daemon has taken in (its counters start again when it takes the job again).
+    const processed = async () => {
+      const newest = job.iteration - 1;
+      await waitFor(`iteration ${newest} processed`, async () => ((await detail(d, job))?.iteration ?? -1) >= newest, 20000, 10);
+      await control.settled();
+    };
+    for (let k = 0; k < 12; k++) {
+      await job.reportIteration();
+      await processed();
+    }
     const led = await waitFor('the job led', () => detail(d, job));
     const tampered = await redis.incr(job.keys.epoch);
     job.extra.set('0:2', 40);
+    const owners = new Set<string | null>();
     let adapted: ControlEvent | undefined;
-    let adaptedAt = 0;
     for (let k = 0; k < 50 && !adapted; k++) {
       await job.reportIteration();
-      await new Promise((resolve) => setTimeout(resolve, 15));
+      await processed();
       await job.pollControl();
+      owners.add(await redis.get(job.keys.owner));
       adapted = job.events.find((e) => e.type === 'prepare' && e.epoch > tampered);
-      adaptedAt = Date.now();
     }
-    return { d, registry, job, initial, led, tampered, adapted, adaptedAt, fencedAt, retakenAt };
+    return { d, registry, job, initial, led, tampered, adapted, events, owners };
   }
 
-  async function refenced(d: { url: string }, job: FakeJob): Promise<number> {
+  async function metric(d: { url: string }, name: string, job?: FakeJob): Promise<number> {
     const text = await (await fetch(`${d.url}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`pipemorph_job_refenced_total{job="${job.options.jobId}"}`));
+    const prefix = job ? `${name}{job="${job.options.jobId}"}` : name;
+    const line = text.split('\n').find((l) => l.startsWith(`${prefix} `) || (!job && l.startsWith(`${name}{`)));
     return line ? Number(line.split(' ').pop()) : NaN;
   }
 
-  it('takes the job again under a new epoch within a lease of the fenced write and publishes the adapted schedule', async () => {
-    const { d, registry, job, initial, tampered, adapted, adaptedAt, fencedAt, retakenAt } = await tamperedStraggler(true);
-    const { leaseMs } = testConfig().jobs;
+  it('takes the job again under a new epoch, without losing its lease, and publishes the adapted schedule', async () => {
+    const { d, registry, job, initial, tampered, adapted, events, owners } = await tamperedStraggler(true);
     expect(adapted).toBeDefined();
-    expect(fencedAt.length).toBeGreaterThan(0);
-    expect(retakenAt).toHaveLength(1);
-    expect(retakenAt[0] - fencedAt[0]).toBeLessThan(leaseMs);
-    expect(adaptedAt - fencedAt[0]).toBeLessThan(leaseMs);
+    // Fenced first, then taken again once, by the leader itself: its owner key never changed hands and no lease was lost
+    // (the re-take is not a lease expiry and a new take, which would pass through another owner or none).
+    expect(events.indexOf('fenced')).toBeGreaterThanOrEqual(0);
+    expect(events.filter((e) => e === 'retaken')).toHaveLength(1);
+    expect(events.indexOf('fenced')).toBeLessThan(events.indexOf('retaken'));
+    expect([...owners]).toEqual([registry.replicaId]);
+    expect(await metric(d, 'pipemorph_lease_losses_total')).toBe(0);
     await iterate(job, () => committedAfter(job, initial.version));
     const committed = (await job.committed())!;
     expect(committed.epoch).toBe(adapted!.epoch);
@@ -351,18 +367,19 @@ describe('fault 8: a job\'s epoch changed behind its leader\'s lease (issue 23, 
     expect(await redis.get(job.keys.owner)).toBe(registry.replicaId); // the same leader, under a new epoch
     expect(Number(await redis.get(job.keys.epoch))).toBe(committed.epoch);
     expect((await detail(d, job)).epoch).toBe(committed.epoch);
-    expect(await refenced(d, job)).toBe(1);
+    expect(await metric(d, 'pipemorph_job_refenced_total', job)).toBe(1);
   });
 
   it('without the re-take, stays fenced while leading the job: no adapted schedule within 50 straggler iterations', async () => {
-    const { d, registry, job, initial, led, tampered, adapted, fencedAt } = await tamperedStraggler(false);
+    const { d, registry, job, initial, led, tampered, adapted, events, owners } = await tamperedStraggler(false);
     expect(adapted).toBeUndefined();
     expect(job.events.filter((e) => e.type === 'prepare')).toEqual([]);
-    expect(fencedAt.length).toBeGreaterThan(1); // every publish refused
+    expect(events.filter((e) => e === 'fenced').length).toBeGreaterThan(1); // every publish refused
+    expect(events).not.toContain('retaken');
     expect((await job.committed())!.version).toBe(initial.version);
-    expect(await redis.get(job.keys.owner)).toBe(registry.replicaId); // still leading, lease renewed
+    expect([...owners]).toEqual([registry.replicaId]); // still leading, lease renewed
     expect((await detail(d, job)).epoch).toBe(led.epoch);
     expect(led.epoch).toBeLessThan(tampered);
-    expect(await refenced(d, job)).toBe(0);
+    expect(await metric(d, 'pipemorph_job_refenced_total', job)).toBe(0);
   });
 });
