@@ -14,10 +14,12 @@ import { loadConfig } from '../src/daemon/config/load-config';
 import { loadMilpSolver } from '../src/daemon/planning/load-milp-solver.util';
 import { runScenario, ScenarioRun } from '../src/replay/run-scenario';
 import { ClassScore, scoreRuns } from '../src/replay/score-runs';
+import { startStamp } from './results-stamp';
 
 const ROOT = join(__dirname, '..', ...(__dirname.includes('dist') ? ['..'] : []));
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   const scale = Number(process.env.DETECTION_SCALE ?? 1);
   const only = process.env.DETECTION_ONLY?.split(',');
   // PIPEMORPH__section__key=value overrides apply, as for the daemon: thresholds can be tried on the corpus.
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
       daemonMs: Math.round(r.daemonMs), oracleMs: Math.round(r.oracleMs), oracleSwitches: r.oracleSwitches,
     })),
     elapsedMs: Date.now() - started,
+    stamp: stamp(),
   };
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
   if (!process.env.DETECTION_NO_WRITE) writeFileSync(join(ROOT, 'bench', 'results', 'detection.json'), JSON.stringify(result, null, 2) + '\n');

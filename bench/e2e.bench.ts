@@ -46,9 +46,12 @@ import { RankGroup } from '../src/emulator/rank-group';
 import { runFalconPolicy } from '../src/emulator/remap-policy';
 import { DpScenario, dpScenarioJob, dpScenarios, LayeredStragglerScenario, layeredStragglerJob, layeredStragglerScenario, Scenario, scenarios } from '../src/emulator/scenarios';
 import { runOraclePolicy } from '../src/emulator/oracle-policy';
+import { startStamp } from './results-stamp';
+import { RedisServer } from '../src/support/redis-server';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** A redis-server of the bench's own (main starts it): a bench beside the tests or another bench changes neither's numbers (issue 30, item 4). */
+let REDIS_URL = '';
 const POLICIES = ['zb-static', '1f1b-static', 'delegation-only', 'pipemorph', 'oracle'] as const;
 type Policy = (typeof POLICIES)[number];
 const DP_POLICIES = ['healthy', 'zb-static', 'falcon', 'pipemorph'] as const;
@@ -381,6 +384,9 @@ function printRebalanceTable(rows: RebalanceRow[]): void {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
+  const server = await RedisServer.start();
+  REDIS_URL = server.url();
   const redis = new Redis(REDIS_URL);
   let app = ONLY === 'rebalance' ? null : await startBenchDaemon();
   const trace = readFileSync(join(__dirname, '..', '..', 'bench', 'traces', 'superpod-link-delays.trace'), 'utf8');
@@ -424,12 +430,13 @@ async function main(): Promise<void> {
   } finally {
     await app?.close();
     await redis.quit();
+    await server.stop();
   }
   if (rows.length > 0) printTable(rows);
   if (dpRows.length > 0) printDpTable(dpRows);
   if (rebalanceRows.length > 0) printRebalanceTable(rebalanceRows);
   for (const r of pacedRows) console.log(`${r.name}: lockstep ${r.lockstep.meanIterationMs} ms (switch at ${r.lockstep.switchedAt}); ${r.paced.map((p) => `paced x${p.pace} ${p.meanIterationMs} ms (switch at ${p.switchedAt})`).join('; ')}`);
-  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP, rebalanceScenarios: rebalanceRows });
+  const json = JSON.stringify({ bench: 'e2e', scenarios: rows, pacedScenarios: pacedRows, dpScenarios: dpRows, paperDp: PAPER_DP, rebalanceScenarios: rebalanceRows, stamp: stamp() });
   // A partial run (--only) leaves the committed results, which docs/benchmarks.md's tables come from, alone;
   // but --only=rebalance replaces their rebalanceScenarios (the rest as committed).
   if (ONLY === '') {
@@ -437,7 +444,8 @@ async function main(): Promise<void> {
     writeFileSync(RESULTS, `${json}\n`);
   } else if (ONLY === 'rebalance') {
     const committed = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
-    writeFileSync(RESULTS, `${JSON.stringify({ ...committed, rebalanceScenarios: rebalanceRows })}\n`);
+    // The other rows were measured at another commit: the file's stamp stays theirs, the re-balancing rows carry their own.
+    writeFileSync(RESULTS, `${JSON.stringify({ ...committed, rebalanceScenarios: rebalanceRows, rebalanceStamp: stamp() })}\n`);
   }
   console.log(json);
 }

@@ -8,6 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { stampLine } from './results-stamp';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -537,6 +538,14 @@ function resultsOf(name: string, resultsDir: string): Json | undefined {
   return all;
 }
 
+/** What a block's numbers were measured at (issue 30): its results file's stamp, or each file's for a block of several. */
+function stampsOf(name: string, results: Json): string {
+  const files = FILES[name] ?? name;
+  if (typeof files === 'string') return stampLine(results.stamp);
+  const each = files.map((file) => `${file}: ${results[file].stamp ? `commit ${String(results[file].stamp.commit).slice(0, 10)}${results[file].stamp.dirty ? ' (with uncommitted changes)' : ''}` : 'not stamped'}`);
+  return `<sub>Measured at: ${each.join('; ')} (\`npm run bench:stale\` lists what is older than its sources).</sub>`;
+}
+
 /** The Markdown text with every bench block it holds rendered from `resultsDir`. */
 export function renderMarkdown(markdown: string, resultsDir: string): string {
   let out = markdown;
@@ -544,7 +553,7 @@ export function renderMarkdown(markdown: string, resultsDir: string): string {
     if (!block(name).test(out)) continue;
     const results = resultsOf(name, resultsDir);
     if (results === undefined) continue;
-    const table = render(results);
+    const table = `${render(results)}\n\n${stampsOf(name, results)}`;
     out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);
   }
   return out;
