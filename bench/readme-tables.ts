@@ -559,6 +559,11 @@ export function renderMarkdown(markdown: string, resultsDir: string): string {
   return out;
 }
 
+/** Marked blocks of a Markdown text whose results file is missing from `resultsDir` (they cannot be rendered: an error, not a block left as it was). */
+export function missingResults(markdown: string, resultsDir: string): string[] {
+  return markedBlocks(markdown).filter((name) => resultsOf(name, resultsDir) === undefined);
+}
+
 /** Names of the bench blocks a Markdown text has. */
 export function markedBlocks(markdown: string): string[] {
   return Object.keys(RENDERERS).filter((name) => block(name).test(markdown));
@@ -593,6 +598,11 @@ if (require.main === module) {
   const unknown = files.flatMap((path) => unknownBlocks(readFileSync(path, 'utf8')).map((name) => `${relative(root, path)}: bench:${name}`));
   if (unknown.length > 0) {
     console.error(`bench tables: no renderer for ${unknown.join(', ')}`);
+    process.exit(1);
+  }
+  const missing = files.flatMap((path) => missingResults(readFileSync(path, 'utf8'), results).map((name) => `${relative(root, path)}: bench:${name}`));
+  if (missing.length > 0) {
+    console.error(`bench tables: no results file for ${missing.join(', ')}`);
     process.exit(1);
   }
   const rewritten: string[] = [];

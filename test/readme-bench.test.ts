@@ -2,9 +2,12 @@
  * Benchmark tables (docs/benchmarks.md) and the README's headline numbers equal what the committed
  * bench results say (bench/readme-tables.ts renders every marked block of README.md and docs/*.md).
  */
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { markdownFiles, markedBlocks, markedFiles, renderMarkdown, RENDERERS, unknownBlocks } from '../bench/readme-tables';
+import { BENCH_SOURCES } from '../bench/bench-sources';
+import { markdownFiles, markedBlocks, markedFiles, missingResults, renderMarkdown, RENDERERS, unknownBlocks } from '../bench/readme-tables';
+import { staleness } from '../bench/stale';
 
 const root = join(__dirname, '..');
 const results = join(root, 'bench', 'results');
@@ -70,5 +73,35 @@ describe('benchmark tables', () => {
     const tampered = readme.slice(0, start) + readme.slice(start).replace(/(\d+)\.(\d\d)x/, (_m, a: string, b: string) => `${a}.${b === '99' ? '98' : String(Number(b) + 1).padStart(2, '0')}x`);
     expect(tampered).not.toBe(readme);
     expect(renderMarkdown(tampered, results)).toBe(readme);
+  });
+
+  it('every marked block has its results file: a missing one fails, it does not leave the block as it was (issue 30)', () => {
+    for (const path of markedFiles(root)) expect({ file: relative(root, path), missing: missingResults(readFileSync(path, 'utf8'), results) }).toEqual({ file: relative(root, path), missing: [] });
+    // Twin: the results without detection.json.
+    const dir = mkdtempSync(join(tmpdir(), 'pipemorph-results-'));
+    try {
+      cpSync(results, dir, { recursive: true });
+      rmSync(join(dir, 'detection.json'));
+      expect(missingResults(benchmarks, dir)).toEqual(['detection', 'detection-goals']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('every results file declares the sources it measures (npm run bench:stale), and an undeclared one is reported stale', () => {
+    const files = readdirSync(results).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+    expect(files.filter((f) => !(f in BENCH_SOURCES))).toEqual([]);
+    const dir = mkdtempSync(join(tmpdir(), 'pipemorph-results-'));
+    try {
+      cpSync(join(results, 'render.json'), join(dir, 'mystery.json'));
+      expect(staleness(dir)).toEqual([expect.objectContaining({ results: 'mystery.json', stale: true, why: 'no sources declared in bench/bench-sources.ts' })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('each rendered table says what it was measured at', () => {
+    const block = benchmarks.slice(benchmarks.indexOf('<!-- bench:render -->'), benchmarks.indexOf('<!-- /bench:render -->'));
+    expect(block).toMatch(/<sub>(Measured at commit [0-9a-f]{10}|Not stamped)/);
   });
 });
