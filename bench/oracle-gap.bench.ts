@@ -16,7 +16,7 @@ import Redis from 'ioredis';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
-import { delegationFor, initialPipelines, plannedPipelines, replicaDelays } from '../src/core/control/job-controller';
+import { delegationFor, initialPipelines, plannedPipelines, replicaDelays } from '../src/core/control/pipeline-plans';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { startDaemon } from '../src/daemon/start-daemon.util';
 import { controlInputOf, linkViewsAt } from '../src/emulator/control-input-of';

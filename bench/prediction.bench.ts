@@ -18,7 +18,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONTROL_CONFIG, DEFAULT_TRANSPORT_CONFIG } from '../src/core/control/control-config.type';
 import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from '../src/core/control/control-input.type';
-import { delegationFor, initialPipelines, plannedPipelines, predictMs, replicaDelays } from '../src/core/control/job-controller';
+import { delegationFor, initialPipelines, plannedPipelines, predictMs, replicaDelays } from '../src/core/control/pipeline-plans';
 import { formatSchedule } from '../src/core/pipeline/schedule';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
 import { megatron8, uniform4 } from '../src/emulator/scenarios';

@@ -21,7 +21,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import defaults from '../config/default.json';
 import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
-import { initialPipelines, predictMs, replicaDelays } from '../src/core/control/job-controller';
+import { initialPipelines, predictMs, replicaDelays } from '../src/core/control/pipeline-plans';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { bestSplit } from '../src/core/rebalance/best-split.planner';
 import { bruteForceSplit } from '../src/core/rebalance/brute-force-split.util';

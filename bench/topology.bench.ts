@@ -10,7 +10,8 @@
  */
 import { DEFAULT_CONTROL_CONFIG, DEFAULT_REMAP_CONFIG } from '../src/core/control/control-config.type';
 import { DataParallelLinkView, JobControlInput, PipelineLinkView } from '../src/core/control/control-input.type';
-import { decideControl, initialPipelines } from '../src/core/control/job-controller';
+import { decideControl } from '../src/core/control/job-controller';
+import { initialPipelines } from '../src/core/control/pipeline-plans';
 import { deviceInflightCaps } from '../src/core/planner/initial-planner';
 import { toPipelineModel } from '../src/core/pipeline/pipeline-model';
 import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';

@@ -2,7 +2,18 @@
 # Makes sure a Redis server answers at REDIS_URL (default redis://127.0.0.1:6379) for the tests
 # and the demo: uses the one that answers, else starts the installed redis-server, else installs
 # it from Debian's packages (needs root and apt) and starts it. Never touches a server it did not start.
+# --installed: only makes sure redis-server and redis-cli are installed (npm test starts its own
+# server, scripts/run-jest-groups.js, and leaves the one at REDIS_URL alone).
 set -euo pipefail
+if [ "${1:-}" = "--installed" ]; then
+  if command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1; then echo "redis: redis-server installed"; exit 0; fi
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "redis: not installed; installing Debian package redis-server"
+    apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq redis-server >/dev/null
+    exit 0
+  fi
+  echo "redis: redis-server is not installed (Debian/Ubuntu: sudo apt-get install redis-server)" >&2; exit 1
+fi
 url="${REDIS_URL:-redis://127.0.0.1:6379}"
 hostport="${url#redis://}"; hostport="${hostport%%/*}"; hostport="${hostport##*@}"
 host="${hostport%%:*}"; port="${hostport##*:}"; [ "$port" = "$host" ] && port=6379

@@ -10,10 +10,17 @@
  *   it) or start their own redis-servers.
  * The two groups never touch the same database: a daemon started in the own-db group on database 0
  * throws (test/support/test-daemon.ts assertTestDatabase). Each group's output is printed when it ends; the exit code is the worse of the two.
+ *
+ * Both groups run against a redis-server this script starts (a free port, a temporary directory, no
+ * persistence) and stops: REDIS_URL is set to it for them, and the Redis the caller's REDIS_URL names
+ * (a user's `npm start` or demo may be using it) is never touched, no database of it (issue 30, item
+ * 4). Its address goes to the tests as PIPEMORPH_USER_REDIS_URL, which the guard refuses.
  *   node scripts/run-jest-groups.js [--list]
  */
-const { spawn } = require('node:child_process');
-const { readdirSync, readFileSync } = require('node:fs');
+const { spawn, spawnSync } = require('node:child_process');
+const { mkdtempSync, readdirSync, readFileSync, rmSync } = require('node:fs');
+const { createServer } = require('node:net');
+const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 
 const ROOT = join(__dirname, '..');
@@ -29,11 +36,44 @@ function ownDbFiles() {
     .sort();
 }
 
-function run(name, args) {
+/** A TCP port nothing listens on, from 6500-6599 (test/support/redis-server.ts takes 6400-6499). */
+async function freePort() {
+  const start = 6500 + Math.floor(Math.random() * 100);
+  for (let k = 0; k < 100; k++) {
+    const port = 6500 + ((start - 6500 + k) % 100);
+    const free = await new Promise((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port in 6500-6599 for the suite\'s redis-server');
+}
+
+/** Starts the suite's own redis-server; resolves with its port and a stop function. */
+async function startRedis() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'pipemorph-suite-redis-'));
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--databases', '16'], { stdio: 'ignore' });
+  const stop = () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let k = 0; k < 100; k++) {
+    const ping = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' });
+    if (ping.stdout && ping.stdout.trim() === 'PONG') return { port, stop };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  stop();
+  throw new Error(`the suite's redis-server did not start on port ${port}`);
+}
+
+function run(name, args, redisUrl) {
   return new Promise((resolve) => {
     const started = Date.now();
-    // test/support/test-daemon.ts refuses database 0 to daemons of the own-db group.
-    const env = { ...process.env, PIPEMORPH_TEST_GROUP: name };
+    // test/support/test-daemon.ts refuses database 0 to daemons of the own-db group, and the caller's Redis to every test.
+    const env = { ...process.env, PIPEMORPH_TEST_GROUP: name, REDIS_URL: redisUrl, PIPEMORPH_USER_REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379' };
     const child = spawn(process.execPath, [JEST, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env });
     const chunks = [];
     child.stdout.on('data', (c) => chunks.push(c));
@@ -55,10 +95,18 @@ async function main() {
   }
   // Paths as regular expressions for jest: escape the dots.
   const patterns = own.map((f) => f.replace(/[.]/g, '\\.'));
-  const codes = await Promise.all([
-    run('own-db', ['--runInBand', ...patterns]),
-    run('shared', ['--runInBand', ...patterns.flatMap((p) => ['--testPathIgnorePatterns', p])]),
-  ]);
+  const redis = await startRedis();
+  const url = `redis://127.0.0.1:${redis.port}`;
+  process.stdout.write(`jest groups: the suite's own redis-server at ${url} (REDIS_URL ${process.env.REDIS_URL || 'redis://127.0.0.1:6379'} is left alone)\n`);
+  let codes;
+  try {
+    codes = await Promise.all([
+      run('own-db', ['--runInBand', ...patterns], url),
+      run('shared', ['--runInBand', ...patterns.flatMap((p) => ['--testPathIgnorePatterns', p])], url),
+    ]);
+  } finally {
+    redis.stop();
+  }
   process.exit(Math.max(...codes));
 }
 

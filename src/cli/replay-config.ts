@@ -1,5 +1,5 @@
 import { InputError } from '../core/input-error';
-import { usesMilpSolver } from '../core/control/job-controller';
+import { usesMilpSolver } from '../core/control/pipeline-plans';
 import { MilpSolver } from '../core/planner/optimal-planner';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { ConfigError, DEFAULT_CONFIG_PATH, loadConfig } from '../daemon/config/load-config';

@@ -26,6 +26,7 @@ export * from './control/control-config.type';
 export * from './control/control-input.type';
 export * from './control/control-decision.type';
 export * from './control/job-controller';
+export * from './control/pipeline-plans';
 export * from './render/escape-xml';
 export * from './render/timeline-panel.type';
 export * from './render/timeline-svg';

@@ -1,6 +1,6 @@
 import { ControlConfig, DEFAULT_CONTROL_CONFIG } from '../core/control/control-config.type';
 import { DelegationPlan, PipelineGroupPlan } from '../core/control/control-input.type';
-import { delegationFor, initialPipelines, plannedPipelines, predictMs, replicaDelays } from '../core/control/job-controller';
+import { delegationFor, initialPipelines, plannedPipelines, predictMs, replicaDelays } from '../core/control/pipeline-plans';
 import { DelegationToggle } from '../protocol/protocol-v1.type';
 import { EmulatedJob, IterationResult, ReplicaPlan } from './emulated-job';
 import { controlInputOf, linkViewsAt } from './control-input-of';

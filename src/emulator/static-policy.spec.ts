@@ -1,4 +1,4 @@
-import { initialPipelines } from '../core/control/job-controller';
+import { initialPipelines } from '../core/control/pipeline-plans';
 import { warmupOf } from '../core/pipeline/schedule';
 import { constantDelay } from './delay/constant-delay';
 import { DelayModel } from './delay/delay-model.type';

@@ -1,5 +1,5 @@
 import { DEFAULT_CONTROL_CONFIG } from '../core/control/control-config.type';
-import { delegationFor, initialPipelines } from '../core/control/job-controller';
+import { delegationFor, initialPipelines } from '../core/control/pipeline-plans';
 import { planPipeline } from '../core/planner/plan';
 import { toPipelineModel } from '../core/pipeline/pipeline-model';
 import { DelegationToggle } from '../protocol/protocol-v1.type';

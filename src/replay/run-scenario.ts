@@ -1,6 +1,7 @@
 import { ControlConfig } from '../core/control/control-config.type';
 import { JobControlInput, PipelineLinkView } from '../core/control/control-input.type';
-import { decideControl, initialPipelines } from '../core/control/job-controller';
+import { decideControl } from '../core/control/job-controller';
+import { initialPipelines } from '../core/control/pipeline-plans';
 import { MilpSolver } from '../core/planner/optimal-planner';
 import { CorpusScenario, StragglerLabel, StragglerSpec, StragglerTarget } from '../corpus/corpus.type';
 import { GroundTruth, pairKey, ShapeValue, TruthState } from '../corpus/ground-truth';

@@ -21,9 +21,20 @@ export function redisUrlFor(db: number): string {
  * on database 0 would take the other group's jobs, and their flushes would drop its keys.
  */
 export function assertTestDatabase(redisUrl: string): void {
+  // `npm test` runs against a redis-server of its own (scripts/run-jest-groups.js): the caller's Redis is never used.
+  const user = process.env.PIPEMORPH_USER_REDIS_URL;
+  if (user && sameServer(user, redisUrl)) throw new Error(`a test uses the Redis the suite was started with (${redisUrl}), which may hold a user's data: use REDIS_URL, the suite's own server (scripts/run-jest-groups.js)`);
   if (process.env.PIPEMORPH_TEST_GROUP !== 'own-db') return;
   const db = Number(new URL(redisUrl).pathname.replace(/^\//, '') || 0);
   if (db === 0) throw new Error(`a test of the own-db group uses Redis database 0 (${redisUrl}): give it redisUrlFor(N) (scripts/run-jest-groups.js)`);
+}
+
+/** Whether two Redis URLs name the same server (host and port; the database does not matter). */
+export function sameServer(a: string, b: string): boolean {
+  const x = new URL(a);
+  const y = new URL(b);
+  const host = (h: string) => (h === 'localhost' ? '127.0.0.1' : h);
+  return host(x.hostname) === host(y.hostname) && (x.port || '6379') === (y.port || '6379');
 }
 
 /** The shipped defaults with timings shrunk so tests run in seconds. */

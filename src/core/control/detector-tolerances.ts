@@ -1,6 +1,6 @@
 import { linkTolerance } from '../planner/link-tolerance';
 import { JobControlInput } from './control-input.type';
-import { modelOf } from './job-controller';
+import { modelOf } from './pipeline-plans';
 
 /** What one replica's pipeline link absorbs beyond its learned baseline under the schedule in force, ms. */
 export interface DetectorTolerance {

@@ -7,7 +7,8 @@ import { stageFinishTimes } from '../topology/stage-finish';
 import { AllReduceModel } from '../topology/topology.type';
 import { allReduceOf } from './all-reduce-pricing';
 import { DataParallelLinkView, JobControlInput, PipelineLinkView, TopologyView } from './control-input.type';
-import { decideControl, initialPipelines, modelOf, predictMs, replicaDelays, stageReadyMs } from './job-controller';
+import { decideControl } from './job-controller';
+import { initialPipelines, modelOf, predictMs, replicaDelays, stageReadyMs } from './pipeline-plans';
 import { linkTransportOf } from './link-transport';
 
 /** S=4, N=16, every op 10 ms, 2 replicas; device fits 6 activations, host 16. */

@@ -1,7 +1,7 @@
 import { ringAllReduceMs } from '../topology/all-reduce';
 import { allReduceOf } from './all-reduce-pricing';
 import { DataParallelLinkView, JobControlInput, PipelineLinkView } from './control-input.type';
-import { initialPipelines, predictMs, replicaDelays } from './job-controller';
+import { initialPipelines, predictMs, replicaDelays } from './pipeline-plans';
 import { inputUnderLayout, sameLayout } from './layout-input';
 
 const S = 4;

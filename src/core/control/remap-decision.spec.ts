@@ -1,7 +1,8 @@
 import { ringAllReduceMs } from '../topology/all-reduce';
 import { DEFAULT_CONTROL_CONFIG, DEFAULT_REMAP_CONFIG } from './control-config.type';
 import { DataParallelLinkView, JobControlInput, PipelineLinkView, TopologyView } from './control-input.type';
-import { decideControl, initialPipelines } from './job-controller';
+import { decideControl } from './job-controller';
+import { initialPipelines } from './pipeline-plans';
 
 const S = 4;
 /** (2 DP, 4 PP), 12 microbatches of 10 ms ops; replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B. */

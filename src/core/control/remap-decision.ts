@@ -8,7 +8,7 @@ import { NodeLink, StageFinishFn } from '../topology/topology.type';
 import { ControlConfig, DEFAULT_REMAP_CONFIG } from './control-config.type';
 import { ControlDecision } from './control-decision.type';
 import { JobControlInput, PipelineGroupPlan, PipelineLinkView, TopologyView } from './control-input.type';
-import { delegationFor, modelOf, plannedPipelines, replicaDelays } from './job-controller';
+import { delegationFor, modelOf, plannedPipelines, replicaDelays } from './pipeline-plans';
 
 function median(xs: number[]): number {
   if (xs.length === 0) return 0;

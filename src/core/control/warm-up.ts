@@ -2,7 +2,8 @@ import { formatSchedule } from '../pipeline/schedule';
 import { ControlConfig } from './control-config.type';
 import { DecisionKind } from './control-decision.type';
 import { DelegationPlan, JobControlInput, PipelineGroupPlan, PipelineLinkView } from './control-input.type';
-import { decideControl, initialPipelines } from './job-controller';
+import { decideControl } from './job-controller';
+import { initialPipelines } from './pipeline-plans';
 
 /** The jobs the warm-up decides for: small and bench-sized, so every loop of the decision path runs. */
 const SHAPES: ReadonlyArray<{ stages: number; microbatches: number; dpSize: number }> = [

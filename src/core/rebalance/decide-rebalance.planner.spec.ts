@@ -1,5 +1,5 @@
 import { DEFAULT_CONTROL_CONFIG } from '../control/control-config.type';
-import { initialPipelines, predictMs, replicaDelays } from '../control/job-controller';
+import { initialPipelines, predictMs, replicaDelays } from '../control/pipeline-plans';
 import { decideRebalance } from './decide-rebalance.planner';
 import { RebalanceConfig } from './rebalance-config.type';
 import { rebalanceScenario } from './rebalance-scenario.util';

@@ -1,6 +1,6 @@
 import { ControlConfig, DEFAULT_TRANSPORT_CONFIG } from '../control/control-config.type';
 import { JobControlInput, PipelineGroupPlan } from '../control/control-input.type';
-import { modelOf, planRequestFor, predictMs, replicaDelays } from '../control/job-controller';
+import { modelOf, planRequestFor, predictMs, replicaDelays } from '../control/pipeline-plans';
 import { linkTransportOf } from '../control/link-transport';
 import { planPipeline } from '../planner/plan';
 import { MilpSolver } from '../planner/optimal-planner';

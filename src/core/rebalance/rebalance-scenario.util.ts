@@ -1,5 +1,5 @@
 import { JobControlInput } from '../control/control-input.type';
-import { initialPipelines } from '../control/job-controller';
+import { initialPipelines } from '../control/pipeline-plans';
 import { RebalanceInput } from './rebalance-input.type';
 
 /** A uniform transformer-like job for the re-balancing bench and specs. */

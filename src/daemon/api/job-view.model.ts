@@ -1,7 +1,7 @@
 import { DEFAULT_TRANSPORT_CONFIG, TransportConfig } from '../../core/control/control-config.type';
 import { allReduceOf } from '../../core/control/all-reduce-pricing';
 import { JobControlInput, PipelineGroupPlan } from '../../core/control/control-input.type';
-import { modelOf, replicaDelays, stageReadyMs } from '../../core/control/job-controller';
+import { modelOf, replicaDelays, stageReadyMs } from '../../core/control/pipeline-plans';
 import { inputUnderLayout, RankLayout, sameLayout } from '../../core/control/layout-input';
 import { linkTransportOf } from '../../core/control/link-transport';
 import { DetectionSnapshot } from '../../core/detect/job-detector';

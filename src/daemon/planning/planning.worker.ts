@@ -6,7 +6,8 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { decideControl, usesMilpSolver } from '../../core/control/job-controller';
+import { decideControl } from '../../core/control/job-controller';
+import { usesMilpSolver } from '../../core/control/pipeline-plans';
 import { DEFAULT_CONTROL_CONFIG } from '../../core/control/control-config.type';
 import { warmUpDecisions } from '../../core/control/warm-up';
 import { MilpSolver } from '../../core/planner/optimal-planner';
