@@ -43,8 +43,9 @@ beforeAll(async () => {
   }, server.url()));
   job = new FakeJob(redis, { jobId: 'bad-input', stages: 2, microbatches: 4 });
   await job.register();
-  await waitFor('the initial schedule', () => job.committed());
-});
+  // A hang guard, not a budget: a daemon starting beside the rest of the suite on a loaded machine can take a while.
+  await waitFor('the initial schedule', () => job.committed(), 60000);
+}, 90000);
 
 afterAll(async () => {
   await daemon?.app.close();

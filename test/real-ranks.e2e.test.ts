@@ -95,9 +95,12 @@ describe('real rank processes against the daemon', () => {
     expect(events.filter((e) => e.type === 'abort')).toEqual([]);
     // Each switch (the first plan, then the refined one: control.refinePlanner) ran from its
     // effective iteration on, never earlier, and versions only went up.
-    for (const commit of events.filter((e) => e.type === 'commit' && e.effectiveIteration > 0)) {
-      const first = versions.indexOf(commit.version);
-      if (first >= 0) expect(first).toBeGreaterThanOrEqual(commit.effectiveIteration);
+    // A commit the ranks never ran must have been superseded by a later one that they did run.
+    const commits = events.filter((e) => e.type === 'commit' && e.effectiveIteration > 0).map((e) => ({ version: e.version, effective: e.effectiveIteration, first: versions.indexOf(e.version) }));
+    expect(commits.filter((c) => c.first >= 0).length).toBeGreaterThanOrEqual(1);
+    for (const c of commits) {
+      expect({ ...c, early: c.first >= 0 && c.first < c.effective }).toEqual({ ...c, early: false });
+      expect({ ...c, neverRunNorSuperseded: c.first < 0 && !commits.some((o) => o.version > c.version && o.first >= 0) }).toEqual({ ...c, neverRunNorSuperseded: false });
     }
     expect(versions.every((v, i) => i === 0 || v >= versions[i - 1])).toBe(true);
     expect(events.filter((e) => e.type === 'commit').length).toBeGreaterThanOrEqual(2);

@@ -71,11 +71,11 @@ describe('bestSplit', () => {
     expect(found.best.objectiveMs).toBeCloseTo(bruteForce(problem)!, 9);
   });
 
-  it('plans 64 stages of 4 layers with one slow rank fast and exactly', () => {
+  // How fast is bench:rebalance's to say (64 stages: 6-17 ms); no test asserts a duration.
+  it('plans 64 stages of 4 layers with one slow rank exactly', () => {
     const problem = uniform(64, 4, { speed: Array.from({ length: 64 }, (_, s) => (s === 20 ? 1.5 : 1)), microbatches: 256 });
-    const started = performance.now();
     const found = bestSplit(problem)!;
-    expect(performance.now() - started).toBeLessThan(2000);
+    expect(found.exact).toBe(true);
     expect(found.best.split[20]).toBeLessThan(4);
     expect(found.best.split.reduce((a, b) => a + b, 0)).toBe(256);
     expect(found.best.bottleneckMs).toBeLessThanOrEqual(15);
