@@ -243,6 +243,24 @@ export class StragglerHistory {
     return least;
   }
 
+  /**
+   * The share of iterations `key` has straggled in while it recurs: mean episode over mean episode
+   * plus mean gap, from its own history; null until it has straggled at least twice. A link that
+   * flaps 3 on, 7 off is slow 30% of the time whatever its current spell's remaining length: a plan
+   * kept through its spells pays off over them all (gateSwitch).
+   */
+  dutyCycle(key: string): number | null {
+    const s = this.keys.get(key);
+    if (!s) return null;
+    const episodes = [s.episodes[MILD].residual(0), s.episodes[SEVERE].residual(0)];
+    const n = episodes[0].n + episodes[1].n;
+    const gaps = s.gaps.residual(0);
+    if (n < 2 || gaps.n < 1) return null;
+    const on = (episodes[0].sum + episodes[1].sum) / n;
+    const off = gaps.sum / gaps.n;
+    return on / (on + off);
+  }
+
   /** Episodes learned (closed) for `key`. */
   episodesOf(key: string): number {
     const s = this.keys.get(key);

@@ -11,12 +11,12 @@ function decision(kind: ControlDecision['kind'], previous: number, next: number)
   };
 }
 
-function flapping(): StragglerHistory {
+function flapping(on = 3, off = 7): StragglerHistory {
   const h = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
   let t = 0;
   for (let k = 0; k < 12; k++) {
-    for (let i = 0; i < 3; i++) h.observe(t++, ['p:0:2']);
-    for (let i = 0; i < 7; i++) h.observe(t++, []);
+    for (let i = 0; i < on; i++) h.observe(t++, ['p:0:2']);
+    for (let i = 0; i < off; i++) h.observe(t++, []);
   }
   h.observe(t, ['p:0:2']);
   h.observe(t + 1, ['p:0:2']);
@@ -32,11 +32,27 @@ describe('gateSwitch', () => {
     expect(v.cost).toMatchObject({ gainMsPerIteration: 20, costMs: 200 });
   });
 
-  it('declines chasing a flapping link: the same gain over its short expected spell does not pay', () => {
-    const h = flapping();
-    const v = gateSwitch(decision('straggler', 800, 780), config, { iteration: 121, leadIterations: 3, migrationMs: 0, history: h });
+  it('declines chasing a rarely slow flapping link: the same gain over its short spells does not pay', () => {
+    const h = flapping(1, 49); // slow 2% of iterations
+    const v = gateSwitch(decision('straggler', 800, 780), config, { iteration: 601, leadIterations: 3, migrationMs: 0, history: h });
     expect(v.take).toBe(false);
     expect(v.reason).toMatch(/^declined/);
+  });
+
+  it('keeps a plan through a link slow 30% of the time: taken for its share of slow iterations, and not given back in its short gaps', () => {
+    const h = flapping(); // 3 on, 7 off
+    const v = gateSwitch(decision('straggler', 800, 780), config, { iteration: 121, leadIterations: 3, migrationMs: 0, history: h });
+    expect(v.take).toBe(true);
+    expect(v.reason).toMatch(/recurring: slow 30% of iterations/);
+    // The gap after the spell: going back does not pay, the plan stays.
+    const back = new StragglerHistory({ priorIterations: 100, priorWeight: 0.25 });
+    let t = 0;
+    for (let k = 0; k < 12; k++) {
+      for (let i = 0; i < 3; i++) back.observe(t++, ['p:0:2']);
+      for (let i = 0; i < 7; i++) back.observe(t++, []);
+    }
+    const recovery = gateSwitch(decision('recovery', 780, 779), { ...config, delegatedRankMsPerIteration: 2 }, { iteration: t - 6, leadIterations: 3, migrationMs: 0, history: back, answeredKeys: ['p:0:2'], current: { pipelines: [], delegation: [{ rank: 2, sendQueues: 1, recvQueues: 1 }, { rank: 3, sendQueues: 1, recvQueues: 1 }] } });
+    expect(recovery.take).toBe(false);
   });
 
   it('with costAware off the same flapping link is chased (the check above would fail)', () => {

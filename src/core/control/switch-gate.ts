@@ -149,14 +149,26 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   const lead = ctx.leadIterations;
   const u = config.predictionUncertainty;
   const perIteration = (gain > 0 ? gain * (1 - u) : gain) + resources;
-  const benefitMs = perIteration > 0 ? perIteration * Math.max(0, expected - lead) : 0;
+  let benefitMs = perIteration > 0 ? perIteration * Math.max(0, expected - lead) : 0;
+  // A straggler that recurs (a flapping link) is worth a plan kept through its spells: the gain on
+  // its share of slow iterations, less the resources on every iteration, over the prior's horizon.
+  // Its healthy gaps are too short for a recovery to pay (expectedHealthyNow), so the plan stays.
+  let recurring = '';
+  if (decision.kind !== 'recovery' && gain > 0) {
+    const duty = Math.max(0, ...keys.map((k) => ctx.history.dutyCycle(k) ?? 0));
+    const kept = (gain * (1 - u) * duty + resources) * Math.max(0, config.stragglerPriorIterations - lead);
+    if (duty > 0 && kept > benefitMs) {
+      benefitMs = kept;
+      recurring = ` (recurring: slow ${(100 * duty).toFixed(0)}% of iterations, priced over ${config.stragglerPriorIterations})`;
+    }
+  }
   const costMs = decision.kind === 'remap' ? config.switchCostMs + ctx.migrationMs : 2 * config.switchCostMs;
   const cost: CostEstimate = { gainMsPerIteration: gain, resourceMsPerIteration: resources, expectedIterations: expected, leadIterations: lead, uncertainty: u, benefitMs, costMs };
   const take = benefitMs > costMs;
   const priced = resources !== 0 ? ` ${resources > 0 ? '+' : ''}${resources.toFixed(1)} ms/iteration of resources` : '';
   const reason = take
-    ? `gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
-    : `declined: gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
+    ? `gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}${recurring} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
+    : `declined: gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}${recurring}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
   // A declined recovery under a bound is asked again at the next report, so the bound holds to the iteration.
   const revisitSoon = !take && (decision.kind === 'recovery' ? bound !== undefined : perIteration > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration)));
   return { take, revisitSoon, reason, cost };
