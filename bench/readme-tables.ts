@@ -442,6 +442,28 @@ function detectionTable(r: Json): string {
   ].join('\n');
 }
 
+/** How far the daemon's predictions were from measured iteration times, by kind of run (issue 30, item 3): a claim no wider than its runs. */
+function predictionAccuracyTable(r: Json): string {
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`;
+  const list = (xs: number[]) => (xs.length === 0 ? '-' : xs.map(pct).join(', '));
+  const sleep = r.prediction.summary.transportAware;
+  const torch = r.real.torch;
+  const cores = torch?.machine?.cpus ?? 2;
+  const rows = (torch?.scenarios ?? []) as Json[];
+  const own = rows.filter((s) => s.stages * s.dp <= cores).map((s) => s.predictionError as number);
+  const shared = rows.filter((s) => s.stages * s.dp > cores).map((s) => s.predictionError as number);
+  const remapRuns = ((torch?.remap?.runs ?? []) as Json[]).filter((x) => Number.isFinite(x.predictedAfterMs) && Number.isFinite(x.afterMs));
+  const afterRemap = remapRuns.map((x) => (x.predictedAfterMs - x.afterMs) / x.afterMs);
+  return [
+    '| kind of run | runs | prediction error (predicted - measured, over measured) |',
+    '|---|---|---|',
+    `| emulated ranks that sleep their op times (\`npm run bench:prediction\`) | ${(r.prediction.scenarios as Json[]).reduce((a, x) => a + (x.policies as Json[]).length, 0)} | mean ${fmt(100 * sleep.meanAbsError, 1)}%, worst ${fmt(100 * sleep.worstAbsError, 1)}% (absolute) |`,
+    `| real compute (PyTorch GPT), a core per rank process | ${own.length} | ${list(own)} |`,
+    `| real compute, more rank processes than the ${cores} cores | ${shared.length} | ${list(shared)}: waiting for a core, which no op time shows |`,
+    `| real compute, the iterations after a re-map | ${afterRemap.length} | ${list(afterRemap)}: not examined yet |`,
+  ].join('\n');
+}
+
 /** The goals of issue 29 against bench:detection's results, each met or missed by how much. */
 function detectionGoalsTable(r: Json): string {
   const h = r.healthy;
@@ -496,6 +518,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   scale: scaleTable,
   detection: detectionTable,
   'detection-goals': detectionGoalsTable,
+  'prediction-accuracy': predictionAccuracyTable,
   headline: headlineParagraph,
 };
 
@@ -517,6 +540,7 @@ const FILES: Record<string, string | string[]> = {
   'engine-device': 'engine',
   headline: ['real', 'e2e', 'engine', 'daemon', 'chaos'],
   'detection-goals': 'detection',
+  'prediction-accuracy': ['prediction', 'real'],
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
