@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_SOURCES } from './bench-sources';
+import { sourcesOf } from './bench-sources';
 import { REPO_ROOT, ResultsStamp } from './results-stamp';
 
 export interface Staleness {
@@ -36,7 +36,7 @@ export function staleness(dir = join(REPO_ROOT, 'bench', 'results')): Staleness[
     .map((file) => {
       const name = file.replace(/\.json$/, '');
       const stamp = (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { stamp?: ResultsStamp }).stamp;
-      const sources = BENCH_SOURCES[name];
+      const sources = sourcesOf(REPO_ROOT, name);
       const sourcesCommit = sources ? git(['log', '-1', '--format=%H', '--', ...sources]).out || null : null;
       if (!sources) return { results: file, commit: stamp?.commit ?? null, sourcesCommit, stale: true, why: 'no sources declared in bench/bench-sources.ts' };
       if (!stamp) return { results: file, commit: null, sourcesCommit, stale: true, why: 'not stamped: measured before results recorded their commit' };
