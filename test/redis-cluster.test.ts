@@ -5,12 +5,16 @@
  * (SIGKILL), its replica takes over, and the daemon adapts that job again with a newer version.
  */
 import { INestApplication } from '@nestjs/common';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { probeRedisMode } from '../src/daemon/redis/redis-mode.util';
 import Redis, { Cluster } from 'ioredis';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { RedisJobStore } from '../src/daemon/store/redis-job-store';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisCluster } from './support/redis-cluster';
+import { RedisServer } from './support/redis-server';
 import { startDaemon, testConfig } from './support/test-daemon';
 
 let redisCluster: RedisCluster;
@@ -104,3 +108,41 @@ it('drives jobs on three masters through the handshake, and again after a master
   // Measured for the report, never asserted (machine load varies).
   console.log(JSON.stringify({ clusterFailover: { recoveredMs, versionBefore: adapted[0].version, versionAfter: after.version } }));
 }, 240000);
+
+/** A node of the cluster that answers (the test above killed a master). */
+async function liveNode(): Promise<string> {
+  for (const server of redisCluster.servers) {
+    const client = new Redis(server.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return `redis://127.0.0.1:${server.port}`;
+    } catch {
+      // killed: the next one
+    } finally {
+      client.disconnect();
+    }
+  }
+  throw new Error('no node of the cluster answers');
+}
+
+it('a daemon given one Cluster node as REDIS_URL says so in one line, names what to set, and exits 2 (issue 32, item 2)', async () => {
+  const node = await liveNode();
+  const run = (env: Record<string, string>) =>
+    spawnSync(process.execPath, [join(__dirname, '..', 'dist', 'src', 'daemon', 'main.js')], { env: { ...process.env, PORT: '0', ...env }, encoding: 'utf8', timeout: 30000 });
+  const misconfigured = run({ REDIS_URL: node });
+  expect(misconfigured.status).toBe(2);
+  const lines = misconfigured.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^pipemorph: redis\.url \(127\.0\.0\.1:\d+\) is a node of a Redis Cluster \(cluster_enabled:1\).*set REDIS_CLUSTER_NODES=host:port/);
+});
+
+it('twin: the check reads the server: a plain Redis at REDIS_URL is not refused by it', async () => {
+  const plain = await RedisServer.start();
+  try {
+    expect(await probeRedisMode({ redis: { url: plain.url(), cluster: { nodes: [] }, sentinels: [] } } as never)).toBeNull();
+    expect(await probeRedisMode({ redis: { url: await liveNode(), cluster: { nodes: [] }, sentinels: [] } } as never)).toMatch(/is a node of a Redis Cluster/);
+  } finally {
+    await plain.stop();
+  }
+});

@@ -6,6 +6,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule, DAEMON_APP_OPTIONS } from './app.module';
 import { ConfigError, loadConfig } from './config/load-config';
+import { probeRedisMode } from './redis/redis-mode.util';
 import { DAEMON_NODE_FLAGS, missingNodeFlags } from './runtime/node-flags';
 
 /** Starts the daemon; a bad configuration stops start-up with one clear line (exit 2). */
@@ -19,6 +20,12 @@ export async function bootstrap(): Promise<void> {
       process.exit(2);
     }
     throw error;
+  }
+  // A Cluster node given as REDIS_URL can never work: said at once, as a bad configuration is.
+  const misconfigured = await probeRedisMode(config);
+  if (misconfigured) {
+    process.stderr.write(`pipemorph: ${misconfigured}\n`);
+    process.exit(2);
   }
   const app = await NestFactory.create(AppModule.forRoot(config), { ...DAEMON_APP_OPTIONS, logger: ['log', 'warn', 'error'] });
   app.enableShutdownHooks();

@@ -18,12 +18,18 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Ready when Redis answers and the ingest loop is reading. */
+  /**
+   * Ready when Redis answers and the ingest loop is reading: the replica can lead jobs. A loop
+   * whose passes keep failing is not ready, whatever PING says, and the body says why.
+   */
   @Get('ready')
   async ready(): Promise<{ status: 'ok'; redis: true; ingest: true }> {
     const redis = await this.store.ping();
     const ingest = this.ingest.healthy;
-    if (!redis || !ingest) throw new HttpException({ status: 'unavailable', redis, ingest }, HttpStatus.SERVICE_UNAVAILABLE);
+    if (!redis || !ingest) {
+      const reason = !redis ? 'Redis does not answer' : this.ingest.unreadyReason;
+      throw new HttpException({ status: 'unavailable', redis, ingest, reason }, HttpStatus.SERVICE_UNAVAILABLE);
+    }
     return { status: 'ok', redis: true, ingest: true };
   }
 }

@@ -119,7 +119,30 @@ describe('IngestService', () => {
       await settle();
     }
     expect(await metricValue(h, 'pipemorph_ingest_errors_total')).toBeGreaterThanOrEqual(10);
-    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false } });
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false, reason: expect.stringMatching(/^the last \d+ ingest passes failed: connect ECONNREFUSED$/) } });
+    h.store.clearFaults();
+    h.clock.advance(500);
+    await settle();
+    expect((await readiness(h)).status).toBe(200);
+    await stop(h);
+  });
+
+  it('is unready after 3 failed passes in a row, though its last read is recent; one failed pass is not enough (issue 32, item 2)', async () => {
+    const h = serviceHarness();
+    await h.ingest.start();
+    await settle();
+    // One failure: a blip, still ready (the twin of the case below).
+    h.store.failNext('readNew', new Error('EXECABORT Transaction discarded because of previous errors.'), 1);
+    h.clock.advance(500);
+    await settle();
+    expect((await readiness(h)).status).toBe(200);
+    // Every pass fails (a Cluster node given as REDIS_URL): unready at the third, long before the 5 s read window runs out.
+    h.store.failNext('readNew', new Error('EXECABORT Transaction discarded because of previous errors.'), Number.POSITIVE_INFINITY);
+    for (let t = 0; t < 3; t++) {
+      h.clock.advance(500);
+      await settle();
+    }
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false, reason: expect.stringMatching(/^the last \d+ ingest passes failed: EXECABORT/) } });
     h.store.clearFaults();
     h.clock.advance(500);
     await settle();
@@ -129,11 +152,11 @@ describe('IngestService', () => {
 
   it('answers 503 on readiness while Redis does not answer, and before the loop runs', async () => {
     const h = serviceHarness();
-    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false } });
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false, reason: 'ingest loop not running' } });
     await h.ingest.start();
     await settle();
     h.store.setReachable(false);
-    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: false, ingest: true } });
+    expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: false, ingest: true, reason: 'Redis does not answer' } });
     await stop(h);
   });
 

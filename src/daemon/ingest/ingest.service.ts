@@ -17,6 +17,8 @@ import { inSpan } from '../tracing/tracer';
 
 /** How long a stream that cannot be read or repaired is skipped before it is tried again. */
 const QUARANTINE_MS = 5000;
+/** Ingest passes failing in a row that make the replica unready: one failure is a blip, three a replica that cannot read. */
+export const FAILED_PASSES_UNREADY = 3;
 /**
  * Longest the loop processes one batch's entries before it lets the event loop run (timers, HTTP,
  * control steps, acks): a batch of 1000 reports of a 4096-rank job held it for 100-250 ms (issue 23, item 5).
@@ -42,6 +44,9 @@ export class IngestService {
   private running = false;
   private loop: Promise<void> | null = null;
   private lastBatchAt = 0;
+  /** Ingest passes that failed in a row, and the newest failure's first line. */
+  private failedPasses = 0;
+  private lastFailure = '';
   /** When the loop last completed a pass (read and processed), for liveness. */
   private lastPassAt: number;
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
@@ -74,9 +79,21 @@ export class IngestService {
     return this.registry.replicaId;
   }
 
-  /** Ready = the loop runs and has completed a read recently. */
+  /**
+   * Ready = the loop runs, has completed a read recently, and its last FAILED_PASSES_UNREADY passes
+   * did not all fail: a replica whose every pass fails (a Cluster node given as REDIS_URL answers
+   * MOVED and EXECABORT) can lead no job, and must not be taken for ready (issue 32, item 2).
+   */
   get healthy(): boolean {
-    return this.running && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
+    return this.running && this.failedPasses < FAILED_PASSES_UNREADY && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
+  }
+
+  /** Why the loop is not ready, for /health/ready; null when it is. */
+  get unreadyReason(): string | null {
+    if (!this.running) return 'ingest loop not running';
+    if (this.failedPasses >= FAILED_PASSES_UNREADY) return `the last ${this.failedPasses} ingest passes failed: ${this.lastFailure}`;
+    if (!this.healthy) return 'no ingest pass completed recently';
+    return null;
   }
 
   /**
@@ -132,10 +149,13 @@ export class IngestService {
         }
         this.lastBatchAt = this.clock.now();
         this.lastPassAt = this.lastBatchAt;
+        this.failedPasses = 0;
         this.metrics.ingestLastRead.set(this.lastBatchAt / 1000);
         for (const batch of batches) await this.processStream(batch.stream, batch.entries);
       } catch (error) {
         this.metrics.ingestErrors.inc();
+        this.failedPasses++;
+        this.lastFailure = (error as Error).message.split('\n')[0];
         this.logger.error(`ingest pass failed: ${(error as Error).message}`);
         await sleep(this.clock, 500);
       }
