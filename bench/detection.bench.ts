@@ -14,7 +14,7 @@ import { loadConfig } from '../src/daemon/config/load-config';
 import { loadMilpSolver } from '../src/daemon/planning/load-milp-solver.util';
 import { runScenario, ScenarioRun } from '../src/replay/run-scenario';
 import { ClassScore, scoreRuns } from '../src/replay/score-runs';
-import { startStamp } from './results-stamp';
+import { startStamp } from '../src/support/results-stamp';
 
 const ROOT = join(__dirname, '..', ...(__dirname.includes('dist') ? ['..'] : []));
 

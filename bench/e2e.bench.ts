@@ -46,7 +46,7 @@ import { RankGroup } from '../src/emulator/rank-group';
 import { runFalconPolicy } from '../src/emulator/remap-policy';
 import { DpScenario, dpScenarioJob, dpScenarios, LayeredStragglerScenario, layeredStragglerJob, layeredStragglerScenario, Scenario, scenarios } from '../src/emulator/scenarios';
 import { runOraclePolicy } from '../src/emulator/oracle-policy';
-import { startStamp } from './results-stamp';
+import { startStamp } from '../src/support/results-stamp';
 import { RedisServer } from '../src/support/redis-server';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 

@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { stampLine } from './results-stamp';
+import { stampLine } from '../src/support/results-stamp';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -464,6 +464,12 @@ function predictionAccuracyTable(r: Json): string {
   ].join('\n');
 }
 
+/** A demo act's summary table as the demo prints it (bench/results/demo.json, written by `npm run demo`). */
+function demoPhases(rows: Json[], width: number): string {
+  const line = (r: Json) => `${String(r.phase).padEnd(width)}${(r.iterations === null ? '(model)' : String(r.iterations)).padStart(10)}${String(r.meanMs).padStart(10)}${fmt(r.vsHealthy, 2).padStart(12)}x`;
+  return ['```', `${'phase'.padEnd(width)}iterations   mean ms   vs healthy`, ...rows.map(line), '```'].join('\n');
+}
+
 /** The goals of issue 29 against bench:detection's results, each met or missed by how much. */
 function detectionGoalsTable(r: Json): string {
   const h = r.healthy;
@@ -519,6 +525,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   detection: detectionTable,
   'detection-goals': detectionGoalsTable,
   'prediction-accuracy': predictionAccuracyTable,
+  demo: (r) => demoPhases(r.act1 as Json[], 28),
+  'demo-dp': (r) => demoPhases(r.act2 as Json[], 34),
   headline: headlineParagraph,
 };
 
@@ -541,6 +549,7 @@ const FILES: Record<string, string | string[]> = {
   headline: ['real', 'e2e', 'engine', 'daemon', 'chaos'],
   'detection-goals': 'detection',
   'prediction-accuracy': ['prediction', 'real'],
+  'demo-dp': 'demo',
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sourcesOf } from './bench-sources';
-import { REPO_ROOT, ResultsStamp } from './results-stamp';
+import { REPO_ROOT, ResultsStamp } from '../src/support/results-stamp';
 
 export interface Staleness {
   results: string;

@@ -21,6 +21,9 @@ import { RankGroup } from '../emulator/rank-group';
 import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from '../emulator/scenarios';
 import { runStaticPolicy } from '../emulator/static-policy';
 import { realAct } from '../real/real-act';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, startStamp } from '../support/results-stamp';
 import { SwitchTimelines } from '../emulator/switch-timelines';
 
 const SLOW_LINK = 6;
@@ -48,7 +51,24 @@ function bar(ms: number, healthyMs: number): string {
   return ms > healthyMs * 1.1 ? paint('31', text) : paint('32', text);
 }
 
+/** One line of a summary table: a phase of the act, its iterations (null: the model's, not measured) and mean. */
+interface PhaseRow {
+  phase: string;
+  iterations: number | null;
+  meanMs: number;
+  vsHealthy: number;
+}
+
+/** The summary tables of the acts played, written to bench/results/demo.json when both acts ran to the end (the README's table is rendered from it). */
+const recorded: { act1?: PhaseRow[]; act2?: PhaseRow[] } = {};
+
+function phaseRow(phase: string, iterations: number | null, ms: number, healthyMs: number, width: number): PhaseRow {
+  console.log(`${phase.padEnd(width)}${(iterations === null ? '(model)' : String(iterations)).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+  return { phase, iterations, meanMs: Math.round(ms), vsHealthy: Math.round((ms / healthyMs) * 100) / 100 };
+}
+
 async function main(): Promise<void> {
+  const stamp = startStamp('npm run demo');
   const config = loadConfig();
   config.http.port = Number(process.env.PORT ?? 8080);
   config.control.minReplanIntervalMs = 0;
@@ -87,6 +107,10 @@ async function main(): Promise<void> {
   } finally {
     await app.close();
     await redis.quit();
+  }
+  if (recorded.act1 && recorded.act2 && !stopping) {
+    mkdirSync(join(REPO_ROOT, 'bench', 'results'), { recursive: true });
+    writeFileSync(join(REPO_ROOT, 'bench', 'results', 'demo.json'), `${JSON.stringify({ bench: 'demo', ...recorded, stamp: stamp() }, null, 2)}\n`);
   }
 }
 
@@ -182,17 +206,18 @@ async function dataParallelAct(redis: Redis, baseUrl: string, stopped: () => boo
   } finally {
     await group.cleanup();
   }
+  const table: PhaseRow[] = [];
   const phase = (name: string, kept: typeof rows) => {
     if (kept.length === 0) return;
-    const ms = kept.reduce((a, r) => a + r.ms, 0) / kept.length;
-    console.log(`${name.padEnd(34)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+    table.push(phaseRow(name, kept.length, kept.reduce((a, r) => a + r.ms, 0) / kept.length, healthyMs, 34));
   };
   console.log('\n' + paint('1', 'summary') + ' (migration time left out of the means, shown above)');
   console.log('phase                             iterations   mean ms   vs healthy');
   phase('healthy', rows.filter((r) => !r.slow));
   phase('slow uplink, rings across it', rows.filter((r) => r.slow && r.topology === 0));
   phase('slow uplink, re-mapped', rows.filter((r) => r.slow && r.topology > 0));
-  console.log(`${'slow uplink, static ZB, no re-map'.padEnd(34)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
+  table.push(phaseRow('slow uplink, static ZB, no re-map', null, staticMs, healthyMs, 34));
+  recorded.act2 = table;
   console.log('\nswitches:');
   for (const s of group.learned()) {
     const t = s.topology && s.reason.kind === 'remap' ? `; layout v${s.topology.version}, ranks ${s.topology.moved.join(',')} change stage` : '';
@@ -214,13 +239,14 @@ function summary(rows: Array<{ iteration: number; ms: number; version: number; d
   const staticMs = staticRun.reduce((a, r) => a + r.iterationMs, 0) / staticRun.length;
   console.log('\n' + paint('1', 'summary'));
   console.log('phase                       iterations   mean ms   vs healthy');
+  const table: PhaseRow[] = [];
   for (const phase of phases) {
     const kept = rows.filter(phase.keep);
     if (kept.length === 0) continue;
-    const ms = kept.reduce((a, r) => a + r.ms, 0) / kept.length;
-    console.log(`${phase.name.padEnd(28)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+    table.push(phaseRow(phase.name, kept.length, kept.reduce((a, r) => a + r.ms, 0) / kept.length, healthyMs, 28));
   }
-  console.log(`${'straggler, static ZB only'.padEnd(28)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
+  table.push(phaseRow('straggler, static ZB only', null, staticMs, healthyMs, 28));
+  recorded.act1 = table;
   // Read from every rank's own record of the version it ran (RankGroup.history), not assumed.
   const agreement = mixed.length === 0 ? 'every rank recorded the same version in every iteration' : paint('31', `ranks ran MIXED versions in iterations ${mixed.join(', ')}`);
   console.log(`\nversions used: ${[...new Set(rows.map((r) => r.version))].map((v) => 'v' + v).join(' -> ')}; ${agreement}.`);

@@ -18,8 +18,8 @@ export interface ResultsStamp {
   machine: { cores: number; loadBefore: number[]; loadAfter: number[]; node: string };
 }
 
-/** The repository's root, from bench/ or dist/bench/. */
-export const REPO_ROOT = join(__dirname, '..', ...(__dirname.includes(join('dist', 'bench')) ? ['..'] : []));
+/** The repository's root, from src/support/ or dist/src/support/. */
+export const REPO_ROOT = join(__dirname, '..', '..', ...(__dirname.includes(join('dist', 'src')) ? ['..'] : []));
 
 function git(args: string[]): string {
   try {
