@@ -464,6 +464,20 @@ function predictionAccuracyTable(r: Json): string {
   ].join('\n');
 }
 
+/** bench:rebalance's split search at 64 stages (docs/rebalancing.md). */
+function rebalancePlanningTable(r: Json): string {
+  const rows = (r.planning.search as Json[]).map((x) => `| ${x.layers} | ${x.microbatches} | ${x.unevenLayers ? 'uneven (0.5-1.5x)' : 'uniform'} | ${fmt(x.searchMedianMs, 1)} ms | ${x.evaluations} | ${x.exact ? 'yes' : 'no'} |`);
+  return ['| layers | microbatches | layer times | search | dynamic programmes | exact |', '|---|---|---|---|---|---|', ...rows].join('\n');
+}
+
+/** bench:rebalance's slow rank: doing nothing, re-planning alone and re-balancing against the healthy job scaled (docs/rebalancing.md). */
+function rebalanceSlowRankTable(r: Json): string {
+  const rows = (r.slowRank as Json[]).map(
+    (x) => `| ${x.layers} (${x.layers / x.stages} per stage), ${x.planner} | ${fmt(x.nothingMs, 1)} ms | ${fmt(x.replanMs, 1)} ms | ${fmt(x.rebalancedMs, 1)} + ${fmt(x.handoffMsPerIteration, 1)} ms | ${(x.split as number[]).join(',')} | ${fmt(x.scaledHealthyMs, 1)} ms | ${fmt(x.rebalancedVsScaled, 3)} |`,
+  );
+  return ['| layers, planner | doing nothing | re-planning alone | re-balanced (+ handoff) | split | healthy, scaled | re-balanced / scaled |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
+}
+
 /** A demo act's summary table as the demo prints it (bench/results/demo.json, written by `npm run demo`). */
 function demoPhases(rows: Json[], width: number): string {
   const line = (r: Json) => `${String(r.phase).padEnd(width)}${(r.iterations === null ? '(model)' : String(r.iterations)).padStart(10)}${String(r.meanMs).padStart(10)}${fmt(r.vsHealthy, 2).padStart(12)}x`;
@@ -526,6 +540,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'detection-goals': detectionGoalsTable,
   'prediction-accuracy': predictionAccuracyTable,
   demo: (r) => demoPhases(r.act1 as Json[], 28),
+  'rebalance-planning': rebalancePlanningTable,
+  'rebalance-slow-rank': rebalanceSlowRankTable,
   'demo-dp': (r) => demoPhases(r.act2 as Json[], 34),
   headline: headlineParagraph,
 };
@@ -550,6 +566,8 @@ const FILES: Record<string, string | string[]> = {
   'detection-goals': 'detection',
   'prediction-accuracy': ['prediction', 'real'],
   'demo-dp': 'demo',
+  'rebalance-planning': 'rebalance',
+  'rebalance-slow-rank': 'rebalance',
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
