@@ -478,6 +478,20 @@ function rebalanceSlowRankTable(r: Json): string {
   return ['| layers, planner | doing nothing | re-planning alone | re-balanced (+ handoff) | split | healthy, scaled | re-balanced / scaled |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
 }
 
+/** bench:detection-real: real rank processes with noise, healthy and with a slow link (docs/real-ranks.md). */
+function detectionRealList(r: Json): string {
+  const h = r.healthy;
+  const sum = r.summary;
+  const links = (h.flagged as Json[]).filter((f) => String(f.what).startsWith('link')).length;
+  const ranks = (h.flagged as Json[]).length - links;
+  const decided = (r.slow as Json[]).map((t) => ((t.decisions as Json[]).find((d) => d.verdict === 'taken')?.iteration ?? null) as number | null);
+  const inForce = (r.slow as Json[]).map((t) => ((t.switches as Json[])[0]?.iteration ?? null) as number | null);
+  return [
+    `- **Healthy links, ${h.iterations} noisy iterations (${fmt(h.wallS, 0)} s; ${h.noiseEvents.gcPauses} pauses, ${h.noiseEvents.stalls} stalls, ${h.noiseEvents.checkpoints} checkpoints): ${sum.healthySwitches} switches, ${sum.healthyDecisions} straggler decisions, ${links} links flagged** (and ${ranks} short compute-rank flags, none of which led to a decision). Goal (0 switches) ${sum.goalHealthyZeroSwitches ? 'met' : '**missed**'}.`,
+    `- **The same noise plus ${r.slowMs} ms on link ${r.link} from iteration ${r.onset}, ${sum.trials} runs with different noise seeds: detected in ${sum.detectedTrials}, decided at iteration ${[...new Set(decided)].join(' / ')}, a median of ${sum.medianIterationsToDetect} iterations to detect (1 = on the onset's own report), every rank running the new schedule from iteration ${[...new Set(inForce)].join(' / ')}** (median ${sum.medianIterationsToSwitch} iterations from onset). Goal (median at most 2 iterations for delays >= 20 ms) ${sum.goalDetectWithin2 ? 'met' : '**missed**'}.`,
+  ].join('\n');
+}
+
 /** A demo act's summary table as the demo prints it (bench/results/demo.json, written by `npm run demo`). */
 function demoPhases(rows: Json[], width: number): string {
   const line = (r: Json) => `${String(r.phase).padEnd(width)}${(r.iterations === null ? '(model)' : String(r.iterations)).padStart(10)}${String(r.meanMs).padStart(10)}${fmt(r.vsHealthy, 2).padStart(12)}x`;
@@ -541,6 +555,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'prediction-accuracy': predictionAccuracyTable,
   demo: (r) => demoPhases(r.act1 as Json[], 28),
   'rebalance-planning': rebalancePlanningTable,
+  'detection-real': detectionRealList,
   'rebalance-slow-rank': rebalanceSlowRankTable,
   'demo-dp': (r) => demoPhases(r.act2 as Json[], 34),
   headline: headlineParagraph,

@@ -24,8 +24,8 @@ function tamper(text: string, marker: string): string {
 
 describe('benchmark tables', () => {
   it('docs/benchmarks.md has every bench table as a marked block', () => {
-    // The README's headline, the demo's tables (README.md, docs/demo.md) and re-balancing's (docs/rebalancing.md) live elsewhere.
-    const tables = Object.keys(RENDERERS).filter((name) => !['headline', 'demo', 'demo-dp', 'rebalance-planning', 'rebalance-slow-rank'].includes(name));
+    // The README's headline, the demo's tables (README.md, docs/demo.md) and re-balancing's (docs/rebalancing.md) and real-rank detection's (docs/real-ranks.md) live elsewhere.
+    const tables = Object.keys(RENDERERS).filter((name) => !['headline', 'demo', 'demo-dp', 'rebalance-planning', 'rebalance-slow-rank', 'detection-real'].includes(name));
     expect(tables).toEqual(expect.arrayContaining(['real', 'topology', 'prediction', 'e2e', 'e2e-dp', 'e2e-paced', 'engine-speed', 'engine-quality', 'engine-optimum', 'engine-time-limit', 'engine-device', 'daemon', 'optimal-line', 'render', 'soak']));
     expect(markedBlocks(benchmarks)).toEqual(tables);
   });
