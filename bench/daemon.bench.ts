@@ -27,6 +27,7 @@
  * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process;
  * PIPEMORPH_BENCH_WARM_UP_ROUNDS=N overrides control.warmUpRounds (0: a daemon that decides cold).
  */
+import { startStamp } from '../src/support/results-stamp';
 import Redis from 'ioredis';
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -559,6 +560,7 @@ async function removeLeftovers(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   await removeLeftovers();
   if (process.argv[2] === 'isolation') {
     // Only the planning-isolation rows, printed, results file untouched (quick checks).
@@ -639,7 +641,7 @@ async function main(): Promise<void> {
   const summary = { ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: controlLoop.p50Ms, controlLoopP99Ms: controlLoop.p99Ms, heapBytesPer10kLinks: Math.round(heap) };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopOnWorker, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)) })}\n`);
+  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopOnWorker, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)), stamp: stamp() })}\n`);
   console.log(JSON.stringify(summary));
 }
 

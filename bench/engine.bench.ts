@@ -25,6 +25,7 @@
  *
  * Runs on one core (the event loop); the speed numbers are wall-clock medians on this machine.
  */
+import { startStamp } from '../src/support/results-stamp';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSchedule } from '../src/core/engine/generator';
@@ -367,12 +368,13 @@ void (async () => {
     console.log(JSON.stringify({ optimum: { provenOptimal: optimum.provenOptimal, optimalSolveMs: optimum.optimalSolveMs } }));
     return;
   }
+  const stamp = startStamp();
   const quality = planQuality(100);
   const optimum = await againstOptimum(24);
   for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));
   const deviceMemory = withinDeviceMemory(40);
   const limits = await timeLimit();
-  const json = JSON.stringify({ bench: 'engine', quality, optimum, timeLimit: limits, deviceMemory, daemonPlan: daemonPlan(), speed: speed() });
+  const json = JSON.stringify({ bench: 'engine', quality, optimum, timeLimit: limits, deviceMemory, daemonPlan: daemonPlan(), speed: speed(), stamp: stamp() });
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'engine.json'), `${json}\n`);

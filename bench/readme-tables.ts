@@ -604,9 +604,15 @@ function resultsOf(name: string, resultsDir: string): Json | undefined {
   return all;
 }
 
+/** Blocks rendered from a part of a results file that its bench records apart, by the part's key. */
+const PART_STAMPS: Record<string, string> = { 'real-torch': 'torch', 'real-remap': 'torch', 'real-rebalance': 'rebalance' };
+
 /** What a block's numbers were measured at (issue 30): its results file's stamp, or each file's for a block of several. */
 function stampsOf(name: string, results: Json): string {
   const files = FILES[name] ?? name;
+  // Parts a bench records apart (a run without them keeps the earlier ones) carry their own stamp.
+  const part = PART_STAMPS[name];
+  if (part) return stampLine(results[part]?.stamp);
   if (typeof files === 'string') return stampLine(results.stamp);
   const each = files.map((file) => `${file}: ${results[file].stamp ? `commit ${String(results[file].stamp.commit).slice(0, 10)}${results[file].stamp.dirty ? ' (with uncommitted changes)' : ''}` : 'not stamped'}`);
   return `<sub>Measured at: ${each.join('; ')} (\`npm run bench:stale\` lists what is older than its sources).</sub>`;

@@ -23,6 +23,7 @@
  * a part not run keeps its last measurement from bench/results/real.json.
  * PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also written to bench/results/real.json.
  */
+import { ResultsStamp, startStamp } from '../src/support/results-stamp';
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { cpus, loadavg } from 'node:os';
@@ -225,8 +226,10 @@ interface RealResults {
     machine: { cpus: number; loadAverageBefore: number[]; loadAverageAfter: number[] };
     scenarios: TorchRow[];
     remap: RemapRow | null;
+    stamp?: ResultsStamp;
   };
-  rebalance?: RealRebalanceRow;
+  rebalance?: RealRebalanceRow & { stamp?: ResultsStamp };
+  stamp?: ResultsStamp;
 }
 
 function previousResults(path: string): Partial<RealResults> {
@@ -238,6 +241,7 @@ function previousResults(path: string): Partial<RealResults> {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   const resultsDir = join(__dirname, '..', '..', 'bench', 'results');
   const resultsPath = join(resultsDir, 'real.json');
   const previous = previousResults(resultsPath);
@@ -290,12 +294,14 @@ async function main(): Promise<void> {
   const torch = RUN_GPT || RUN_REMAP
     ? {
         machine: { cpus: cpus().length, loadAverageBefore: loadBefore, loadAverageAfter: loadavg() },
+        // The torch rows are stamped apart: a run without them keeps the earlier ones, with their own stamp.
+        stamp: stamp(),
         scenarios: RUN_GPT ? torchRows : previous.torch?.scenarios ?? [],
         remap: RUN_REMAP ? remap : previous.torch?.remap ?? null,
       }
     : previous.torch;
-  const rebalanceRow = RUN_REBALANCE ? rebalance : previous.rebalance;
-  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}) };
+  const rebalanceRow = RUN_REBALANCE ? { ...rebalance, stamp: stamp() } : previous.rebalance;
+  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}), stamp: stamp() };
   const json = JSON.stringify(results);
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(resultsPath, `${json}\n`);
