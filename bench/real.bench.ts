@@ -300,7 +300,7 @@ async function main(): Promise<void> {
         remap: RUN_REMAP ? remap : previous.torch?.remap ?? null,
       }
     : previous.torch;
-  const rebalanceRow = RUN_REBALANCE ? { ...rebalance, stamp: stamp() } : previous.rebalance;
+  const rebalanceRow = RUN_REBALANCE && rebalance ? { ...rebalance, stamp: stamp() } : previous.rebalance;
   const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}), stamp: stamp() };
   const json = JSON.stringify(results);
   mkdirSync(resultsDir, { recursive: true });
