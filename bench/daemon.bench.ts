@@ -1,5 +1,5 @@
 /**
- * npm run bench:daemon (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
+ * npm run bench:daemon (starts a redis-server of its own; leaves the one at REDIS_URL alone)
  *
  * Last output line: {"ingestSamplesPerSec", "controlLoopP50Ms", "controlLoopP99Ms", "heapBytesPer10kLinks"}
  * - ingest: a backlog of rank reports (4 link samples each) written to one job's stream, then
@@ -38,6 +38,8 @@ import { JobDetector, LinkObservation } from '../src/core/detect/job-detector';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { DaemonProcess } from '../test/support/daemon-process';
+import { startStamp } from './results-stamp';
+import { startBenchRedis } from './bench-redis';
 
 /** Pause between the pre-trial /metrics scrape and the reveal, ms (see untilPrepare). */
 const SCRAPE_SETTLE_MS = 50;
@@ -47,8 +49,9 @@ const SLOW_EXTRA_MS = 40;
 const HOLD_ITERATIONS = 20;
 /** Iterations written after a trial's straggler ends, waiting for the recovery switch (untimed). */
 const RECOVERY_ITERATIONS = 30;
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const redis = new Redis(REDIS_URL);
+/** main's private redis-server (issue 30, item 4): never the one at REDIS_URL. */
+let REDIS_URL = '';
+let redis: Redis;
 const run = Date.now().toString(36);
 
 function config(): PipemorphConfig {
@@ -559,6 +562,18 @@ async function removeLeftovers(): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const server = await startBenchRedis();
+  REDIS_URL = server.url();
+  redis = new Redis(REDIS_URL);
+  try {
+    await measure();
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+async function measure(): Promise<void> {
   await removeLeftovers();
   if (process.argv[2] === 'isolation') {
     // Only the planning-isolation rows, printed, results file untouched (quick checks).
@@ -589,6 +604,7 @@ async function main(): Promise<void> {
     await redis.quit();
     return;
   }
+  const stamp = startStamp();
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
   // The shipped placement (Alg. 2 for this job inline) and every decision on the worker,
@@ -639,7 +655,7 @@ async function main(): Promise<void> {
   const summary = { ingestSamplesPerSec: Math.round(ingest), controlLoopP50Ms: controlLoop.p50Ms, controlLoopP99Ms: controlLoop.p99Ms, heapBytesPer10kLinks: Math.round(heap) };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopOnWorker, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)) })}\n`);
+  writeFileSync(join(results, 'daemon.json'), `${JSON.stringify({ bench: 'daemon', ...summary, controlLoop, controlLoopOnWorker, controlLoopOwnCore, isolation, loadAverage: loadavg().map((x) => r(x)), stamp: stamp() })}\n`);
   console.log(JSON.stringify(summary));
 }
 

@@ -39,6 +39,7 @@ import { seededRandom } from '../src/core/planner/seeded-random';
 import { MilpSolver, optimalPlan } from '../src/core/planner/optimal-planner';
 import { DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
 import loadHighs from 'highs';
+import { startStamp } from './results-stamp';
 
 function median(values: number[]): number {
   const sorted = values.slice().sort((a, b) => a - b);
@@ -367,12 +368,13 @@ void (async () => {
     console.log(JSON.stringify({ optimum: { provenOptimal: optimum.provenOptimal, optimalSolveMs: optimum.optimalSolveMs } }));
     return;
   }
+  const stamp = startStamp();
   const quality = planQuality(100);
   const optimum = await againstOptimum(24);
   for (const p of optimum.policies) console.log(JSON.stringify({ optimum: p.policy, ...p }));
   const deviceMemory = withinDeviceMemory(40);
   const limits = await timeLimit();
-  const json = JSON.stringify({ bench: 'engine', quality, optimum, timeLimit: limits, deviceMemory, daemonPlan: daemonPlan(), speed: speed() });
+  const json = JSON.stringify({ bench: 'engine', quality, optimum, timeLimit: limits, deviceMemory, daemonPlan: daemonPlan(), speed: speed(), stamp: stamp() });
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'engine.json'), `${json}\n`);

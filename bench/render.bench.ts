@@ -14,6 +14,7 @@ import { PipelineModel } from '../src/core/pipeline/pipeline-model.type';
 import { planPipeline } from '../src/core/planner/plan';
 import { TimelinePanel } from '../src/core/render/timeline-panel.type';
 import { renderTimelineSvg } from '../src/core/render/timeline-svg';
+import { startStamp } from './results-stamp';
 
 const ROOT = join(__dirname, '..', ...(__dirname.includes('dist') ? ['..'] : []));
 
@@ -39,6 +40,7 @@ function uniform(S: number, N: number, slowLink: number, delayMs: number): Pipel
   return toPipelineModel(validateProfile({ stages: S, microbatches: N, fMs: t, bMs: t, wMs: t.map((x) => x * 0.7), linkMs }));
 }
 
+const stamp = startStamp();
 const rows: Array<Record<string, unknown>> = [];
 {
   const S = 64;
@@ -65,7 +67,7 @@ const rows: Array<Record<string, unknown>> = [];
   rows.push({ case: 'Megatron 8 stages x 32 microbatches, before/after', stages: 8, microbatches: 32, blocks: 2 * 8 * 96, renderMs: ms, svgBytes: bytes });
 }
 for (const row of rows) console.log(`${String(row.case).padEnd(52)} ${String(row.renderMs).padStart(8)} ms  ${String(row.svgBytes).padStart(10)} bytes`);
-const result = { bench: 'render', goalMs: 200, node: process.version, rows };
+const result = { bench: 'render', goalMs: 200, node: process.version, rows, stamp: stamp() };
 mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
 writeFileSync(join(ROOT, 'bench', 'results', 'render.json'), JSON.stringify(result, null, 2) + '\n');
 console.log(JSON.stringify(result));

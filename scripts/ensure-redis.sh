@@ -2,7 +2,10 @@
 # Makes sure a Redis server answers at REDIS_URL (default redis://127.0.0.1:6379) for the tests
 # and the demo: uses the one that answers, else starts the installed redis-server, else installs
 # it from Debian's packages (needs root and apt) and starts it. Never touches a server it did not start.
+# With --binary (the benches, which start redis-servers of their own): only makes sure redis-server
+# is installed, and neither reads nor starts anything at REDIS_URL.
 set -euo pipefail
+binary_only=0; [ "${1:-}" = "--binary" ] && binary_only=1
 url="${REDIS_URL:-redis://127.0.0.1:6379}"
 hostport="${url#redis://}"; hostport="${hostport%%/*}"; hostport="${hostport##*@}"
 host="${hostport%%:*}"; port="${hostport##*:}"; [ "$port" = "$host" ] && port=6379
@@ -19,7 +22,7 @@ answers() {
   fi
 }
 
-if answers; then echo "redis: answering at $host:$port"; exit 0; fi
+if [ "$binary_only" = 0 ] && answers; then echo "redis: answering at $host:$port"; exit 0; fi
 if ! command -v redis-server >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     echo "redis: not installed; installing Debian package redis-server"
@@ -30,6 +33,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
     exit 1
   fi
 fi
+if [ "$binary_only" = 1 ]; then echo "redis: redis-server installed"; exit 0; fi
 if [ "$host" != "127.0.0.1" ] && [ "$host" != "localhost" ]; then
   echo "redis: nothing answers at $host:$port (not local, so not starting one)" >&2; exit 1
 fi

@@ -17,6 +17,7 @@ import { RedisCluster } from '../support/redis-cluster';
 import { RedisServer } from '../support/redis-server';
 import { testConfig } from '../support/test-daemon';
 import { ChaosRanks } from './chaos-ranks';
+import { startStamp } from '../../bench/results-stamp';
 
 interface Row {
   fault: string;
@@ -168,6 +169,9 @@ function expectHealthy(row: Row): void {
   expect(row).toEqual(expect.objectContaining({ reportsLost: 0, versionsReused: 0, mixedIterations: 0, splitBrainWrites: 0, switchedAfter: true }));
 }
 
+/** The commit and machine the recorded table is measured on (issue 30, item 1). */
+const stamp = startStamp('npm run test:chaos');
+
 afterAll(() => {
   const header = '| fault | time to recover (ms) | reports lost | versions reused | mixed-version iterations | split-brain writes | switch after |';
   const lines = [header, '|---|---:|---:|---:|---:|---:|---|', ...rows.map((r) => `| ${r.fault} | ${r.recoverMs} | ${r.reportsLost} | ${r.versionsReused} | ${r.mixedIterations} | ${r.splitBrainWrites} | ${r.switchedAfter ? 'yes' : 'no'} |`)];
@@ -176,7 +180,7 @@ afterAll(() => {
   if (process.env.PIPEMORPH_CHAOS_RECORD) {
     const dir = join(__dirname, '../../bench/results');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'chaos.json'), JSON.stringify({ command: 'npm run test:chaos', leaseMs: LEASE_MS, rows }, null, 2) + '\n');
+    writeFileSync(join(dir, 'chaos.json'), JSON.stringify({ command: 'npm run test:chaos', leaseMs: LEASE_MS, rows, stamp: stamp() }, null, 2) + '\n');
   }
   process.stdout.write(JSON.stringify({ bench: 'chaos', rows }) + '\n');
 });
