@@ -10,6 +10,7 @@ const EMULATOR = [...DAEMON, 'src/emulator'];
 export const BENCH_SOURCES: Record<string, string[]> = {
   chaos: [...DAEMON, 'test/chaos'],
   daemon: [...DAEMON, 'bench/daemon.bench.ts'],
+  demo: [...EMULATOR, 'bench/profiles', 'bench/demo.bench.ts'],
   detection: [...DAEMON, 'src/corpus', 'src/replay', 'bench/detection.bench.ts', 'bench/traces'],
   'detection-real': [...DAEMON, 'clients/python', 'src/real', 'bench/detection-real.bench.ts'],
   e2e: [...EMULATOR, 'bench/e2e.bench.ts'],
