@@ -617,6 +617,40 @@ function daemonLoopTable(r: Json): string {
   ].join('\n');
 }
 
+/** bench:rebalance's exactness and planning time (docs/rebalancing.md). */
+function rebalancePlanningTable(r: Json): string {
+  const b = r.bruteForce;
+  const d = r.planning.decision;
+  const rows = (r.planning.search as Json[]).map((x) => `| ${x.layers} | ${x.microbatches} | ${x.unevenLayers ? 'uneven (0.5-1.5x)' : 'uniform'} | ${fmt(x.searchMedianMs, 1)} ms | ${x.evaluations} | ${x.exact ? 'yes' : 'no'} |`);
+  return [
+    `On ${b.cases} seeded random jobs the search agrees with brute force over every split on ${b.agree} (${b.exactFlagged} with a fitting split, proven exact by the search; ${b.infeasible} where no split fits), largest relative difference ${fmt(b.maxRelativeDifference, 3)}.`,
+    '',
+    `Planning time, ${(r.planning.search as Json[])[0].stages} stages (one rank 1.5x slower, median of 5 runs):`,
+    '',
+    '| layers | microbatches | layer times | search | dynamic programmes | exact |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `The whole decision for ${d.stages} stages of ${d.layers / d.stages} layers and ${d.microbatches} microbatches (the search, then ${d.refineCandidates} splits planned with ${d.planner === 'adaptive' ? 'Alg. 2' : d.planner} and simulated, and re-planning alone) takes ${fmt(d.medianMs)} ms (median).`,
+  ].join('\n');
+}
+
+/** bench:rebalance's compute straggler, 8 stages (docs/rebalancing.md): the Alg. 2 rows. */
+function rebalanceSlowRankTable(r: Json): string {
+  const rows = (r.slowRank as Json[]).filter((x) => x.planner === 'adaptive');
+  const met = rows.filter((x) => x.rebalancedVsScaled <= 1.05 && x.rebalancedMs < x.replanMs);
+  const first = met.length ? met.reduce((a, x) => (x.layers < a.layers ? x : a)) : null;
+  return [
+    '| layers | doing nothing | re-planning alone | re-balanced (+ handoff) | split | healthy, scaled | re-balanced / scaled |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((x) => `| ${x.layers} (${x.layers / x.stages} per stage) | ${fmt(x.nothingMs, 1)} ms | ${fmt(x.replanMs, 1)} ms | ${fmt(x.rebalancedMs, 1)} + ${fmt(x.handoffMsPerIteration, 1)} ms | ${(x.split as number[]).join(',')} | ${fmt(x.scaledHealthyMs, 1)} ms | ${fmt(x.rebalancedVsScaled, 3)} |`),
+    '',
+    first
+      ? `The goal, within 1.05x of the healthy job scaled to the remaining compute and better than re-planning alone, is met from ${first.layers / first.stages} layers per stage on (${first.layers} layers: ${fmt(first.rebalancedVsScaled, 3)}x, where re-planning alone stays at ${fmt(first.replanVsScaled, 3)}x)${met.length < rows.length ? `, not below (${rows.filter((x) => !met.includes(x)).map((x) => `${x.layers} layers: ${fmt(x.rebalancedVsScaled, 3)}x`).join(', ')})` : ''}.`
+      : 'The goal (within 1.05x of the healthy job scaled to the remaining compute, better than re-planning alone) is met on no row.',
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -653,6 +687,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'prediction-kinds': predictionKindsTable,
   'scale-tail': scaleTailTable,
   'daemon-loop': daemonLoopTable,
+  'rebalance-planning': rebalancePlanningTable,
+  'rebalance-slow-rank': rebalanceSlowRankTable,
 };
 
 /**
@@ -681,6 +717,8 @@ const FILES: Record<string, string | string[]> = {
   'prediction-kinds': ['real', 'prediction'],
   'scale-tail': 'scale',
   'daemon-loop': 'daemon',
+  'rebalance-planning': 'rebalance',
+  'rebalance-slow-rank': 'rebalance',
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);

@@ -30,6 +30,7 @@ const ELSEWHERE: Record<string, string[]> = {
   'docs/pictures.md': ['render-caption'],
   'docs/operations.md': ['prediction-kinds'],
   'docs/real-ranks.md': ['detection-real'],
+  'docs/rebalancing.md': ['rebalance-planning', 'rebalance-slow-rank'],
 };
 /** Blocks in docs/benchmarks.md as well as elsewhere. */
 const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real'];
