@@ -39,7 +39,7 @@ import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /** Pause between the pre-trial /metrics scrape and the reveal, ms (see untilPrepare). */
 const SCRAPE_SETTLE_MS = 50;
@@ -562,7 +562,7 @@ async function removeLeftovers(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   redis = new Redis(REDIS_URL);
   try {

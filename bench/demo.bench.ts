@@ -8,12 +8,12 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 import { REPO_ROOT, startStamp } from './results-stamp';
 
 async function main(): Promise<void> {
   const stamp = startStamp('npm run bench:demo');
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   const dir = mkdtempSync(join(tmpdir(), 'pipemorph-demo-bench-'));
   const recorded = join(dir, 'demo.json');
   try {

@@ -13,10 +13,10 @@ import { solverFor } from '../src/cli/replay-config';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { compareRuns, liveAgreementScenarios, runScenarioLive } from '../src/replay/live-scenario';
 import { replayScenario } from '../src/replay/run-scenario';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 async function main(): Promise<void> {
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   const redisUrl = server.url();
   const ackLagIterations = Number(process.env.DETECTION_LIVE_ACK_LAG ?? 0);
   // PIPEMORPH__section__key=value overrides apply to the replay and the live daemon alike.

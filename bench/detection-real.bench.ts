@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { DEFAULT_NOISE, DetectionRunResult, detectionConfig, runDetection } from '../test/support/real-detection';
 import { startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /**
  * A redis-server of the bench's own (main starts it): a daemon of another bench or test on a shared
@@ -50,7 +50,7 @@ function strip(r: DetectionRunResult) {
 
 async function main(): Promise<void> {
   const stamp = startStamp();
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   const daemon = await DaemonProcess.start(detectionConfig(REDIS_URL));
   const tag = Date.now().toString(36);

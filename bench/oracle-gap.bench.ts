@@ -25,7 +25,7 @@ import { runOraclePolicy } from '../src/emulator/oracle-policy';
 import { RankGroup } from '../src/emulator/rank-group';
 import { Scenario, scenarios } from '../src/emulator/scenarios';
 import { startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
 let REDIS_URL = '';
@@ -115,7 +115,7 @@ function fixedPlanMean(scenario: Scenario, extraMs: number): number {
 
 async function main(): Promise<void> {
   const stamp = startStamp();
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   const config = loadConfig({ ...process.env, REDIS_URL });
   config.redis.url = REDIS_URL;

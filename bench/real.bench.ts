@@ -44,7 +44,7 @@ import { realRebalanceTable } from './readme-tables';
 import { RealRebalanceRow, realRebalanceScenario, runRealRebalanceScenario } from './real-rebalance';
 import { GptShape, RemapRow, RemapScenario, runRemapScenario, runTorchScenario, TorchRow, TorchScenario } from './real-torch';
 import { ResultsStamp, startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
 let REDIS_URL = '';
@@ -249,7 +249,7 @@ async function main(): Promise<void> {
   const resultsPath = join(resultsDir, 'real.json');
   const previous = previousResults(resultsPath);
   const stamp = startStamp();
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   const redis = new Redis(REDIS_URL);
   const app = await startBenchDaemon();

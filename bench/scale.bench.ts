@@ -44,7 +44,7 @@ import { DaemonProcess } from '../test/support/daemon-process';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { percentile, slope } from './bench-stats';
 import { startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 const ROOT = join(__dirname, '..', '..');
 const SCALE_SECONDS = Number(process.env.PIPEMORPH_SCALE_SECONDS ?? 150);
@@ -536,7 +536,7 @@ async function scalePart(seconds = SCALE_SECONDS) {
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   redisUrl = server.url();
   redis = new Redis(redisUrl);
   const only = process.argv[2];

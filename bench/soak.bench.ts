@@ -40,7 +40,7 @@ import { loadConfig } from '../src/daemon/config/load-config';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { percentile, slope } from './bench-stats';
 import { startStamp } from './results-stamp';
-import { startBenchRedis } from './bench-redis';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
 let REDIS_URL = '';
@@ -239,7 +239,7 @@ async function startDaemon(port: number): Promise<ChildProcess> {
 
 async function main(): Promise<void> {
   const stamp = startStamp();
-  const server = await startBenchRedis();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   redis = new Redis(REDIS_URL);
   const port = 20000 + Math.floor(Math.random() * 10000);

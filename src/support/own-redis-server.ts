@@ -1,10 +1,11 @@
 /**
- * A redis-server of a bench's own (issue 30, item 4): a bench never touches the Redis at REDIS_URL
- * (a user's, or the one a test run uses) nor a database another bench flushes, so two benches, or a
- * bench beside `npm test`, change neither's numbers nor anyone's data.
+ * A redis-server of the caller's own, checked to be the one answering (issue 30, item 4): the
+ * benches start theirs with it, so a bench never touches the Redis at REDIS_URL (a user's, or the
+ * one a test run uses) nor a database another bench flushes, and two benches, or a bench beside
+ * `npm test`, change neither's numbers nor anyone's data.
  */
 import Redis from 'ioredis';
-import { RedisServer, RedisServerOptions } from '../src/support/redis-server';
+import { RedisServer, RedisServerOptions } from './redis-server';
 
 /** The server's own pid, as the server answering at its port reports it. */
 async function answeringPid(server: RedisServer): Promise<number | null> {
@@ -25,7 +26,7 @@ async function answeringPid(server: RedisServer): Promise<number | null> {
  * one started (two processes can pick the same free port at once: the loser's server exits and its
  * client would talk to the winner's). A bench that dies leaves no server behind.
  */
-export async function startBenchRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+export async function startOwnRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const server = await RedisServer.start(options);
     if ((await answeringPid(server)) === server.pid) {
@@ -41,5 +42,5 @@ export async function startBenchRedis(options: RedisServerOptions = {}): Promise
     }
     await server.stop();
   }
-  throw new Error('bench: could not start a redis-server of its own');
+  throw new Error('could not start a redis-server of its own');
 }
