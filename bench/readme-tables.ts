@@ -409,8 +409,8 @@ function headlineParagraph(r: Json): string {
   const realRows = r.real.scenarios as Json[];
   const real = worstFor(realRows, (s) => s.policies['zb-static'].medianIterationMs / s.healthyMs);
   const realX = (p: string) => x(real.policies[p].medianIterationMs / real.healthyMs);
-  const realErr = real.predictedMs ? `; the iteration time the daemon predicted with its switch was within ${pct(Math.abs(100 * (real.predictedMs - real.policies.pipemorph.medianIterationMs) / real.policies.pipemorph.medianIterationMs))} of the measured one` : '';
-  sentences.push(`On [real rank processes](docs/benchmarks.md#real-rank-processes) (${real.name}), the static ZeroBubble plan runs at ${realX('zb-static')} the healthy iteration time, CPU delegation alone at ${realX('delegation-only')} and pipemorph at ${realX('pipemorph')}${realErr}.`);
+  const realErr = real.predictedMs ? `; the iteration time the daemon predicted with its switch was within ${pct(Math.abs(100 * (real.predictedMs - real.policies.pipemorph.medianIterationMs) / real.policies.pipemorph.medianIterationMs))} of the measured one (with real compute the predictions were further off: [per kind of run](docs/benchmarks.md#prediction-accuracy-by-kind-of-run))` : '';
+  sentences.push(`On [real rank processes](docs/benchmarks.md#real-rank-processes) that hold each op for its profiled time (${real.name}), the static ZeroBubble plan runs at ${realX('zb-static')} the healthy iteration time, CPU delegation alone at ${realX('delegation-only')} and pipemorph at ${realX('pipemorph')}${realErr}.`);
 
   const e2eRows = r.e2e.scenarios as Json[];
   const overOracle = e2eRows.map((s) => s.pipemorphOverOracle as number);
