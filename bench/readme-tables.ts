@@ -651,6 +651,29 @@ function rebalanceSlowRankTable(r: Json): string {
   ].join('\n');
 }
 
+/** bench:oracle-gap's fixed-plan sweep (docs/oracle-gap.md): one search plan for X ms on every link, run over each dynamic trace. */
+function oracleGapSweepTable(r: Json): string {
+  const rows = (r.rows as Json[]).filter((x) => x.fixedSearchPlanMs);
+  const xs = Object.keys(rows[0]?.fixedSearchPlanMs ?? {}).map(Number).sort((a, b) => a - b);
+  const lines = [`| planned for X ms | ${xs.join(' | ')} |`, `|---|${xs.map(() => '---|').join('')}`];
+  for (const row of rows) {
+    const best = Math.min(...xs.map((x) => row.fixedSearchPlanMs[x] as number));
+    const cells = xs.map((x) => (row.fixedSearchPlanMs[x] <= row.oracleMs && row.fixedSearchPlanMs[x] === best ? `**${fmt(row.fixedSearchPlanMs[x], 1)}**` : fmt(row.fixedSearchPlanMs[x], 1)));
+    lines.push(`| ${String(row.name).replace(/^8-stage, dynamic /, '')}, mean ms (oracle ${fmt(row.oracleMs, 1)}) | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** bench:oracle-gap's accounting as the code runs now: excess over the oracle by cause, per trace. */
+function oracleGapTable(r: Json): string {
+  const s = (x: number) => `${fmt(x, 1)} s`;
+  return [
+    '| trace | planner | NIC failure | onsets | steady state | recoveries | pipemorph / oracle mean (ratio) | oracle without the search planner |',
+    '|---|---|---|---|---|---|---|---|',
+    ...(r.rows as Json[]).map((x) => `| ${String(x.name).replace(/^8-stage, /, '')} | ${x.planner} | ${s(x.excessS.nic)} | ${s(x.excessS.onset)} | ${s(x.excessS.steady)} | ${s(x.excessS.recovery)} | ${fmt(x.pipemorphMs, 1)} / ${fmt(x.oracleMs, 1)} ms (${fmt(x.pipemorphOverOracle, 3)}x) | ${fmt(x.oracleWithoutSearchMs, 1)} ms |`),
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -689,6 +712,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'daemon-loop': daemonLoopTable,
   'rebalance-planning': rebalancePlanningTable,
   'rebalance-slow-rank': rebalanceSlowRankTable,
+  'oracle-gap': oracleGapTable,
+  'oracle-gap-sweep': oracleGapSweepTable,
 };
 
 /**
@@ -719,6 +744,7 @@ const FILES: Record<string, string | string[]> = {
   'daemon-loop': 'daemon',
   'rebalance-planning': 'rebalance',
   'rebalance-slow-rank': 'rebalance',
+  'oracle-gap-sweep': 'oracle-gap',
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);

@@ -31,6 +31,7 @@ const ELSEWHERE: Record<string, string[]> = {
   'docs/operations.md': ['prediction-kinds'],
   'docs/real-ranks.md': ['detection-real'],
   'docs/rebalancing.md': ['rebalance-planning', 'rebalance-slow-rank'],
+  'docs/oracle-gap.md': ['oracle-gap', 'oracle-gap-sweep'],
 };
 /** Blocks in docs/benchmarks.md as well as elsewhere. */
 const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real'];
