@@ -674,6 +674,18 @@ function oracleGapTable(r: Json): string {
   ].join('\n');
 }
 
+/** The chaos suite's recorded run (docs/faults.md; `npm run test:chaos` writes bench/results/chaos.json). */
+function chaosTable(r: Json): string {
+  const rows = r.rows as Json[];
+  const gone = rows.filter((x) => x.reportsGoneWithMaster !== undefined).map((x) => x.reportsGoneWithMaster as number);
+  return [
+    '| fault | time to recover (ms) | reports lost | versions reused | mixed-version iterations | split-brain writes | switch after |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...rows.map((x) => `| ${x.fault} | ${x.recoverMs} | ${x.reportsLost} | ${x.versionsReused} | ${x.mixedIterations} | ${x.splitBrainWrites} | ${x.switchedAfter ? 'yes' : 'no'} |`),
+    ...(gone.length ? ['', `Reports the killed cluster master acknowledged and never replicated (\`reportsGoneWithMaster\`): ${gone.join(', ')}.`] : []),
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -714,6 +726,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'rebalance-slow-rank': rebalanceSlowRankTable,
   'oracle-gap': oracleGapTable,
   'oracle-gap-sweep': oracleGapSweepTable,
+  chaos: chaosTable,
 };
 
 /**

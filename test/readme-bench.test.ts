@@ -32,6 +32,7 @@ const ELSEWHERE: Record<string, string[]> = {
   'docs/real-ranks.md': ['detection-real'],
   'docs/rebalancing.md': ['rebalance-planning', 'rebalance-slow-rank'],
   'docs/oracle-gap.md': ['oracle-gap', 'oracle-gap-sweep'],
+  'docs/faults.md': ['chaos'],
 };
 /** Blocks in docs/benchmarks.md as well as elsewhere. */
 const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real'];
