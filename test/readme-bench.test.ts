@@ -62,6 +62,21 @@ describe('benchmark tables', () => {
     expect(outside).not.toMatch(/\d+ ms -> \d+ ms/);
   });
 
+  it('README.md and docs/benchmarks.md hold no table outside the rendered blocks (a table typed by hand is caught)', () => {
+    const handTables = (text: string) =>
+      text
+        .replace(/<!-- bench:([a-z0-9-]+) -->[\s\S]*?<!-- \/bench:\1 -->/g, '')
+        .replace(/```[\s\S]*?```/g, '')
+        .split('\n')
+        // A row with a cell that is a figure (a number, maybe with a unit), not one that merely names something with a digit.
+        .filter((line) => /^\|/.test(line) && /\|\s*\**[-+]?\d[\d.,]*(\s*\/\s*[-+]?\d[\d.,]*)*\s*(ms|s|x|%|MB|kB|µs)?\s*(\([^)]*\))?\**\s*(?=\|)/.test(line));
+    expect(handTables(readme)).toEqual([]);
+    expect(handTables(benchmarks)).toEqual([]);
+    // The twin: a row typed below a block is found.
+    const typed = benchmarks.replace('<!-- /bench:render -->', '<!-- /bench:render -->\n\n| case | render |\n|---|---|\n| 8 stages | 0.6 ms |');
+    expect(handTables(typed)).toEqual(['| 8 stages | 0.6 ms |']);
+  });
+
   it("the README has the headline block, and it names the numbers it is rendered from", () => {
     expect(markedBlocks(readme)).toEqual(expect.arrayContaining(['headline']));
     const body = readme.slice(readme.indexOf('<!-- bench:headline -->'), readme.indexOf('<!-- /bench:headline -->'));
