@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { BENCH_SOURCES } from '../bench/bench-sources';
 import { markdownFiles, markedBlocks, markedFiles, missingResults, renderMarkdown, RENDERERS, unknownBlocks } from '../bench/readme-tables';
-import { staleness } from '../bench/stale';
+import { sourcesCommitOf, staleness } from '../bench/stale';
 
 const root = join(__dirname, '..');
 const results = join(root, 'bench', 'results');
@@ -128,7 +128,7 @@ describe('benchmark tables', () => {
 
   it('bench:stale calls a result measured before its sources last changed stale, one measured at that change fresh, and an unstamped one stale', () => {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-    const sourcesCommit = git('log', '-1', '--format=%H', '--', ...BENCH_SOURCES.render);
+    const sourcesCommit = sourcesCommitOf(BENCH_SOURCES.render)!;
     const stamp = (commit: string) => ({ commit, dirty: false, measuredAt: '2026-01-01T00:00:00.000Z', command: 'npm run bench:render', machine: { cores: 2, loadBefore: [0, 0, 0], loadAfter: [0, 0, 0], node: 'v20' } });
     const dir = mkdtempSync(join(tmpdir(), 'pipemorph-stale-'));
     try {
