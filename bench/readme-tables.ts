@@ -779,10 +779,19 @@ function resultsOf(name: string, resultsDir: string): Json | undefined {
   return all;
 }
 
-/** What a block's numbers were measured at (issue 30): its results file's stamp, or each file's for a block of several. */
+/** Blocks whose numbers are one part of a file that a partial run re-measures: the part's own stamp. */
+const PART_STAMPS: Record<string, (results: Json) => Json | undefined> = {
+  real: (r) => r.stamps?.sleep,
+  'real-torch': (r) => r.stamps?.gpt,
+  'real-remap': (r) => r.stamps?.remap,
+  'real-rebalance': (r) => r.stamps?.rebalance,
+  'e2e-rebalance': (r) => r.rebalanceStamp,
+};
+
+/** What a block's numbers were measured at (issue 30): its results file's stamp (or its part's), or each file's for a block of several. */
 function stampsOf(name: string, results: Json): string {
   const files = FILES[name] ?? name;
-  if (typeof files === 'string') return stampLine(results.stamp);
+  if (typeof files === 'string') return stampLine(PART_STAMPS[name]?.(results) ?? results.stamp);
   const each = files.map((file) => `${file}: ${results[file].stamp ? `commit ${String(results[file].stamp.commit).slice(0, 10)}${results[file].stamp.dirty ? ' (with uncommitted changes)' : ''}` : 'not stamped'}`);
   return `<sub>Measured at: ${each.join('; ')} (\`npm run bench:stale\` lists what is older than its sources).</sub>`;
 }
