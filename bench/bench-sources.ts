@@ -22,7 +22,7 @@ const PYTHON = 'clients/python';
 export const BENCH_SOURCES: Record<string, BenchSources> = {
   chaos: { entries: ['test/chaos/chaos.chaos.ts', DAEMON_PROCESS], also: [CONFIG] },
   daemon: { entries: ['bench/daemon.bench.ts', DAEMON_PROCESS], also: [CONFIG] },
-  demo: { entries: ['src/demo/demo.ts'], also: [CONFIG, 'bench/profiles'] },
+  demo: { entries: ['bench/demo.bench.ts', 'src/demo/demo.ts'], also: [CONFIG, 'bench/profiles'] },
   detection: { entries: ['bench/detection.bench.ts'], also: [CONFIG, 'bench/traces'] },
   'detection-real': { entries: ['bench/detection-real.bench.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },
   e2e: { entries: ['bench/e2e.bench.ts'], also: [CONFIG, 'bench/traces', 'bench/profiles'] },

@@ -1,5 +1,5 @@
 /**
- * npm run bench:daemon (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
+ * npm run bench:daemon (starts a redis-server of its own; leaves the one at REDIS_URL alone)
  *
  * Last output line: {"ingestSamplesPerSec", "controlLoopP50Ms", "controlLoopP99Ms", "heapBytesPer10kLinks"}
  * - ingest: a backlog of rank reports (4 link samples each) written to one job's stream, then
@@ -27,7 +27,6 @@
  * PIPEMORPH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles the daemon process;
  * PIPEMORPH_BENCH_WARM_UP_ROUNDS=N overrides control.warmUpRounds (0: a daemon that decides cold).
  */
-import { startStamp } from '../src/support/results-stamp';
 import Redis from 'ioredis';
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -39,6 +38,8 @@ import { JobDetector, LinkObservation } from '../src/core/detect/job-detector';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { DaemonProcess } from '../test/support/daemon-process';
+import { startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 /** Pause between the pre-trial /metrics scrape and the reveal, ms (see untilPrepare). */
 const SCRAPE_SETTLE_MS = 50;
@@ -48,8 +49,9 @@ const SLOW_EXTRA_MS = 40;
 const HOLD_ITERATIONS = 20;
 /** Iterations written after a trial's straggler ends, waiting for the recovery switch (untimed). */
 const RECOVERY_ITERATIONS = 30;
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const redis = new Redis(REDIS_URL);
+/** main's private redis-server (issue 30, item 4): never the one at REDIS_URL. */
+let REDIS_URL = '';
+let redis: Redis;
 const run = Date.now().toString(36);
 
 function config(): PipemorphConfig {
@@ -560,7 +562,18 @@ async function removeLeftovers(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const stamp = startStamp();
+  const server = await startOwnRedis();
+  REDIS_URL = server.url();
+  redis = new Redis(REDIS_URL);
+  try {
+    await measure();
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+async function measure(): Promise<void> {
   await removeLeftovers();
   if (process.argv[2] === 'isolation') {
     // Only the planning-isolation rows, printed, results file untouched (quick checks).
@@ -591,6 +604,7 @@ async function main(): Promise<void> {
     await redis.quit();
     return;
   }
+  const stamp = startStamp();
   const heap = heapPer10kLinks();
   const ingest = await ingestThroughput();
   // The shipped placement (Alg. 2 for this job inline) and every decision on the worker,

@@ -7,15 +7,17 @@
  *   npm run bench:detection-live
  *   PIPEMORPH__control__refinePlanner=none ...                 (any daemon setting, both sides)
  *   DETECTION_LIVE_ACK_LAG=1 ...                               (ranks acknowledge an iteration late)
- *   PIPEMORPH_DETECTION_LIVE_REDIS=redis://host:6379/3 ...     (a database the bench may empty; default db 3)
+ * The daemon runs on a redis-server the bench starts (never the one at REDIS_URL: issue 30, item 4).
  */
 import { solverFor } from '../src/cli/replay-config';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { compareRuns, liveAgreementScenarios, runScenarioLive } from '../src/replay/live-scenario';
 import { replayScenario } from '../src/replay/run-scenario';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 async function main(): Promise<void> {
-  const redisUrl = process.env.PIPEMORPH_DETECTION_LIVE_REDIS ?? 'redis://127.0.0.1:6379/3';
+  const server = await startOwnRedis();
+  const redisUrl = server.url();
   const ackLagIterations = Number(process.env.DETECTION_LIVE_ACK_LAG ?? 0);
   // PIPEMORPH__section__key=value overrides apply to the replay and the live daemon alike.
   const config = loadConfig(process.env);
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`${JSON.stringify({ bench: 'detection-live', summary: true, scenarios: scenarios.length, agree: agreeing, refinePlanner: config.control.refinePlanner, ackLagIterations })}\n`);
   process.exitCode = agreeing === scenarios.length ? 0 : 1;
+  await server.stop();
 }
 
 main().catch((error) => {

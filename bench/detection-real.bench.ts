@@ -20,9 +20,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { DEFAULT_NOISE, DetectionRunResult, detectionConfig, runDetection } from '../test/support/real-detection';
+import { startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
-/** Its own database (13): a daemon of another bench or test on the same Redis would otherwise act as a replica and take the job. */
-const REDIS_URL = process.env.PIPEMORPH_DETECTION_REAL_REDIS ?? 'redis://127.0.0.1:6379/13';
+/**
+ * A redis-server of the bench's own (main starts it): a daemon of another bench or test on a shared
+ * Redis would act as a replica and take the job, and neither run's numbers would be its own (issue 30, item 4).
+ */
+let REDIS_URL = '';
 const HEALTHY_S = Number(process.env.PIPEMORPH_DETECTION_REAL_S ?? 180);
 const ONSET = Number(process.env.PIPEMORPH_DETECTION_REAL_ONSET ?? 40);
 const TRIALS = Number(process.env.PIPEMORPH_DETECTION_REAL_TRIALS ?? 5);
@@ -44,13 +49,16 @@ function strip(r: DetectionRunResult) {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
+  const server = await startOwnRedis();
+  REDIS_URL = server.url();
   const daemon = await DaemonProcess.start(detectionConfig(REDIS_URL));
-  const stamp = Date.now().toString(36);
+  const tag = Date.now().toString(36);
   try {
     for (let t = 0; t < 150 && (await daemon.status('/jobs')) === 0; t++) await new Promise((r) => setTimeout(r, 100));
     const healthyIterations = Math.max(50, Math.round((HEALTHY_S * 1000) / NOMINAL_MS));
     console.log(`(a) healthy links + noise: ${healthyIterations} iterations (~${HEALTHY_S} s) ...`);
-    const healthy = await runDetection({ daemon, redisUrl: REDIS_URL, jobId: `detreal-healthy-${stamp}`, iterations: healthyIterations, noise: DEFAULT_NOISE, slow: null, timeoutS: 120 });
+    const healthy = await runDetection({ daemon, redisUrl: REDIS_URL, jobId: `detreal-healthy-${tag}`, iterations: healthyIterations, noise: DEFAULT_NOISE, slow: null, timeoutS: 120 });
     const taken = healthy.decisions.filter((d) => d.verdict === 'taken');
     console.log(`    ${healthy.iterations} iterations in ${healthy.wallS.toFixed(0)} s (median ${healthy.medianIterationMs.toFixed(0)} ms); noise ${JSON.stringify(healthy.noiseEvents)}`);
     console.log(`    switches ${healthy.switches.length} (goal 0); flagged episodes ${healthy.flagged.length} ${JSON.stringify(healthy.flagged)}; decisions ${healthy.decisions.length} (taken ${taken.length})`);
@@ -58,7 +66,7 @@ async function main(): Promise<void> {
     const slow: DetectionRunResult[] = [];
     for (let t = 0; t < TRIALS; t++) {
       const noise = DEFAULT_NOISE.replace('seed=7', `seed=${100 + t}`);
-      const r = await runDetection({ daemon, redisUrl: REDIS_URL, jobId: `detreal-slow-${t}-${stamp}`, iterations: ONSET + 30, noise, slow: { link: LINK, onset: ONSET, ms: SLOW_MS }, timeoutS: 120 });
+      const r = await runDetection({ daemon, redisUrl: REDIS_URL, jobId: `detreal-slow-${t}-${tag}`, iterations: ONSET + 30, noise, slow: { link: LINK, onset: ONSET, ms: SLOW_MS }, timeoutS: 120 });
       slow.push(r);
       const d = r.detection!;
       console.log(`(b) trial ${t}: ${SLOW_MS} ms on link ${LINK} from iteration ${ONSET}: decided at ${d.decisionIteration} (${d.decisionIterations} iterations), flagged seen at ${d.flaggedIteration} (${d.flaggedIterations}), switch from ${d.switchIteration} (${d.switchIterations} after onset), reason links ${JSON.stringify(d.switchReasonLinks)}; switches before onset ${r.switches.filter((s) => s.iteration < ONSET).length}`);
@@ -81,12 +89,13 @@ async function main(): Promise<void> {
     console.log('');
     console.log(`healthy: ${summary.healthySwitches} switches in ${summary.healthyIterations} noisy iterations (${summary.healthyWallS.toFixed(0)} s): goal 0 ${summary.goalHealthyZeroSwitches ? 'met' : 'MISSED'}; ${summary.healthyFlaggedEpisodes} flagged episodes, ${summary.healthyDecisions} decisions`);
     console.log(`slow link: median ${detect} iterations to detect (goal <= 2: ${summary.goalDetectWithin2 ? 'met' : 'MISSED'}${detect !== null ? `, by ${(2 - detect).toFixed(1)}` : ''}), median ${toSwitch} iterations from onset to the first iteration on the new schedule; detected in ${summary.detectedTrials}/${summary.trials} trials`);
-    const json = JSON.stringify({ bench: 'detection-real', compute: 'sleep', noise: DEFAULT_NOISE, slowMs: SLOW_MS, link: LINK, onset: ONSET, summary, healthy: strip(healthy), slow: slow.map(strip) });
+    const json = JSON.stringify({ bench: 'detection-real', compute: 'sleep', noise: DEFAULT_NOISE, slowMs: SLOW_MS, link: LINK, onset: ONSET, summary, healthy: strip(healthy), slow: slow.map(strip), stamp: stamp() });
     mkdirSync(join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
     writeFileSync(join(__dirname, '..', '..', 'bench', 'results', 'detection-real.json'), `${json}\n`);
     console.log(json);
   } finally {
     await daemon.stop();
+    await server.stop();
   }
 }
 

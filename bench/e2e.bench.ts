@@ -47,7 +47,7 @@ import { runFalconPolicy } from '../src/emulator/remap-policy';
 import { DpScenario, dpScenarioJob, dpScenarios, LayeredStragglerScenario, layeredStragglerJob, layeredStragglerScenario, Scenario, scenarios } from '../src/emulator/scenarios';
 import { runOraclePolicy } from '../src/emulator/oracle-policy';
 import { startStamp } from '../src/support/results-stamp';
-import { RedisServer } from '../src/support/redis-server';
+import { startOwnRedis } from '../src/support/own-redis-server';
 import { runStaticPolicy, StaticPolicy } from '../src/emulator/static-policy';
 
 /** A redis-server of the bench's own (main starts it): a bench beside the tests or another bench changes neither's numbers (issue 30, item 4). */
@@ -385,7 +385,7 @@ function printRebalanceTable(rows: RebalanceRow[]): void {
 
 async function main(): Promise<void> {
   const stamp = startStamp();
-  const server = await RedisServer.start();
+  const server = await startOwnRedis();
   REDIS_URL = server.url();
   const redis = new Redis(REDIS_URL);
   let app = ONLY === 'rebalance' ? null : await startBenchDaemon();

@@ -25,7 +25,6 @@
  *
  * Runs on one core (the event loop); the speed numbers are wall-clock medians on this machine.
  */
-import { startStamp } from '../src/support/results-stamp';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSchedule } from '../src/core/engine/generator';
@@ -40,6 +39,7 @@ import { seededRandom } from '../src/core/planner/seeded-random';
 import { MilpSolver, optimalPlan } from '../src/core/planner/optimal-planner';
 import { DEFAULT_CONTROL_CONFIG } from '../src/core/control/control-config.type';
 import loadHighs from 'highs';
+import { startStamp } from '../src/support/results-stamp';
 
 function median(values: number[]): number {
   const sorted = values.slice().sort((a, b) => a - b);

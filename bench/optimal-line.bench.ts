@@ -19,6 +19,7 @@ import { MilpSolver } from '../src/core/planner/optimal-planner';
 import { planPipeline } from '../src/core/planner/plan';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { loadMilpSolver } from '../src/daemon/planning/load-milp-solver.util';
+import { startStamp } from '../src/support/results-stamp';
 
 const SIZES: Array<[number, number]> = [
   [4, 8],
@@ -40,6 +41,7 @@ function median(values: number[]): number {
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   const solver: MilpSolver = await loadMilpSolver();
   const random = seededRandom(20261124);
   const u = (lo: number, hi: number) => lo + (hi - lo) * random();
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ size: row }));
     rows.push(row);
   }
-  const result = { bench: 'optimal-line', timeLimitMs, optimalMaxCells: defaults.control.optimalMaxCells, rows, loadAverage: loadavg().map(round) };
+  const result = { bench: 'optimal-line', timeLimitMs, optimalMaxCells: defaults.control.optimalMaxCells, rows, loadAverage: loadavg().map(round), stamp: stamp() };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'optimal-line.json'), `${JSON.stringify(result)}\n`);

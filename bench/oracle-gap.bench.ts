@@ -24,8 +24,11 @@ import { DELEGATING_EMULATION, EmulatedJob } from '../src/emulator/emulated-job'
 import { runOraclePolicy } from '../src/emulator/oracle-policy';
 import { RankGroup } from '../src/emulator/rank-group';
 import { Scenario, scenarios } from '../src/emulator/scenarios';
+import { startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
+let REDIS_URL = '';
 const ROOT = join(__dirname, '..', '..');
 const SWEEP_MS = [20, 25, 30, 35, 40, 45, 50];
 
@@ -111,7 +114,11 @@ function fixedPlanMean(scenario: Scenario, extraMs: number): number {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
+  const server = await startOwnRedis();
+  REDIS_URL = server.url();
   const config = loadConfig({ ...process.env, REDIS_URL });
+  config.redis.url = REDIS_URL;
   config.http.port = 0;
   config.http.host = '127.0.0.1';
   config.ingest.blockMs = 5;
@@ -146,8 +153,9 @@ async function main(): Promise<void> {
   } finally {
     await app.close();
     await redis.quit();
+    await server.stop();
   }
-  const json = JSON.stringify({ bench: 'oracle-gap', detection: config.detection, rows });
+  const json = JSON.stringify({ bench: 'oracle-gap', detection: config.detection, rows, stamp: stamp() });
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
   writeFileSync(join(ROOT, 'bench', 'results', 'oracle-gap.json'), `${json}\n`);
   console.log(json);

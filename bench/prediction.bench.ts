@@ -24,6 +24,7 @@ import { PipelineProfile } from '../src/core/pipeline/pipeline-profile.type';
 import { megatron8, uniform4 } from '../src/emulator/scenarios';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { medianMs, runRealJob } from '../src/real/real-job';
+import { startStamp } from '../src/support/results-stamp';
 
 const QUICK = process.env.PIPEMORPH_BENCH_QUICK === '1';
 const ITERATIONS = QUICK ? 8 : 14;
@@ -124,6 +125,7 @@ async function runScenario(s: Scenario): Promise<{ name: string; healthyMs: numb
 const pct = (x: number) => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`;
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   const rows = [];
   for (const s of scenarios()) {
     const row = await runScenario(s);
@@ -145,7 +147,7 @@ async function main(): Promise<void> {
     }
   }
   console.log(`mean |error|: transport-aware ${pct(summary.transportAware.meanAbsError)} (slowdown ${pct(summary.transportAware.meanAbsSlowdownError)}), no queueing ${pct(summary.noQueueing.meanAbsError)} (slowdown ${pct(summary.noQueueing.meanAbsSlowdownError)})`);
-  const json = JSON.stringify({ bench: 'prediction', compute: 'sleep', iterations: ITERATIONS, transport: DEFAULT_TRANSPORT_CONFIG, scenarios: rows, summary });
+  const json = JSON.stringify({ bench: 'prediction', compute: 'sleep', iterations: ITERATIONS, transport: DEFAULT_TRANSPORT_CONFIG, scenarios: rows, summary, stamp: stamp() });
   const dir = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'prediction.json'), `${json}\n`);

@@ -76,24 +76,35 @@ function handoffRows(m: Json): string[] {
   ];
 }
 
-/** bench:real's re-balancing row (bench/real-rebalance.ts): medians over its rounds, each round's after beside them. */
+/**
+ * bench:real's re-balancing row (bench/real-rebalance.ts): per policy the median and interquartile
+ * range over the rounds, and pipemorph judged against the best static split measured on the same
+ * ranks. A row recorded before the bench measured that split is not shown as a result.
+ */
 export function realRebalanceTable(results: Json): string {
   const r = results.rebalance;
-  if (!r) return '(not measured yet: `PIPEMORPH_BENCH_ONLY=rebalance npm run bench:real`)';
+  const command = '`PIPEMORPH_BENCH_ONLY=rebalance npm run bench:real`';
+  if (!r) return `Not measured yet: ${command}.`;
+  if (!r.goal || !r.policies['best-static']) {
+    return `Not measured at this commit: the row recorded in bench/results/real.json predates the best static split and the spread over rounds (it judged a median of ${r.repeats ?? 1} rounds against a scaled healthy run); ${command} measures it.`;
+  }
+  const iqr = (x: Json, digits = 0) => `${fmt(x.median, digits)} (${fmt(x.q1, digits)}-${fmt(x.q3, digits)})`;
   const lines = [
-    `${r.name}: rank ${r.slowRank} ${r.slowFactor}x slower in compute from iteration ${r.slowFrom}; ${r.repeats ?? 1} rounds, medians over them; healthy ${fmt(r.healthyMs)} ms (rounds: ${((r.healthyRoundsMs ?? [r.healthyMs]) as number[]).map((x) => fmt(x)).join(', ')}), scaled to the remaining compute ${fmt(r.healthyScaledMs)} ms.`,
+    `${r.name}: rank ${r.slowRank} ${r.slowFactor}x slower in compute from iteration ${r.slowFrom}; ${r.repeats} rounds, each figure the median (interquartile range) over them. Best static split per round: ${(r.bestSplitRounds as number[][]).map((x) => x.join(',')).join('; ')}.`,
     '',
-    '| policy | before | during (onset to the move) | after (each round) | after / scaled healthy (median of the rounds) | move iteration (stall) | blocks per stage at the end |',
+    '| policy | before | during (onset to the move) | after | after / best static split, per round | move iteration (stall) | blocks per stage at the end |',
     '|---|---|---|---|---|---|---|',
   ];
-  for (const p of ['no-adaptation', 'replan-only', 'pipemorph']) {
+  for (const p of ['no-adaptation', 'replan-only', 'pipemorph', 'best-static']) {
     const x = r.policies[p];
     const each = (x.rounds ?? []) as Json[];
     const moves = each.filter((w) => w.moveIteration !== null);
     const move = moves.length ? `${moves.map((w) => w.moveIteration).join(', ')} (${fmt(x.moveCostMs)} ms)` : '-';
-    const splits = [...new Set((each.length ? each : [x]).map((w) => (w.perStage as number[]).join(',')))].join(' / ');
-    lines.push(`| ${p} | ${fmt(x.beforeMs)} | ${fmt(x.duringMs)} | ${fmt(x.afterMs)} (${each.map((w) => fmt(w.afterMs)).join(', ')}) | ${x.overScaled.toFixed(3)}x | ${move} | ${splits} |`);
+    const splits = [...new Set(each.map((w) => (w.perStage as number[]).join(',')))].join(' / ');
+    lines.push(`| ${p} | ${fmt(x.beforeMs)} | ${fmt(x.duringMs)} | ${iqr(x.afterSpread)} | ${iqr(x.overBest, 3)}x (${(x.overBest.rounds as number[]).map((v) => fmt(v, 2)).join(', ')}) | ${move} | ${splits} |`);
   }
+  const q3 = r.policies.pipemorph.overBest.q3;
+  lines.push('', `pipemorph within ${r.goal.ratio}x of the best static split (the upper quartile of its rounds' ratios, ${fmt(q3, 3)}x): ${r.goal.met ? 'met' : '**not met**'}. Healthy, for reference: ${fmt(r.healthyMs)} ms (rounds: ${(r.healthyRoundsMs as number[]).map((v) => fmt(v)).join(', ')}).`);
   return lines.join('\n');
 }
 
@@ -398,8 +409,8 @@ function headlineParagraph(r: Json): string {
   const realRows = r.real.scenarios as Json[];
   const real = worstFor(realRows, (s) => s.policies['zb-static'].medianIterationMs / s.healthyMs);
   const realX = (p: string) => x(real.policies[p].medianIterationMs / real.healthyMs);
-  const realErr = real.predictedMs ? `; the iteration time the daemon predicted with its switch was within ${pct(Math.abs(100 * (real.predictedMs - real.policies.pipemorph.medianIterationMs) / real.policies.pipemorph.medianIterationMs))} of the measured one` : '';
-  sentences.push(`On [real rank processes](docs/benchmarks.md#real-rank-processes) (${real.name}), the static ZeroBubble plan runs at ${realX('zb-static')} the healthy iteration time, CPU delegation alone at ${realX('delegation-only')} and pipemorph at ${realX('pipemorph')}${realErr}.`);
+  const realErr = real.predictedMs ? `; the iteration time the daemon predicted with its switch was within ${pct(Math.abs(100 * (real.predictedMs - real.policies.pipemorph.medianIterationMs) / real.policies.pipemorph.medianIterationMs))} of the measured one (with real compute the predictions were further off: [per kind of run](docs/benchmarks.md#prediction-accuracy-by-kind-of-run))` : '';
+  sentences.push(`On [real rank processes](docs/benchmarks.md#real-rank-processes) that hold each op for its profiled time (${real.name}), the static ZeroBubble plan runs at ${realX('zb-static')} the healthy iteration time, CPU delegation alone at ${realX('delegation-only')} and pipemorph at ${realX('pipemorph')}${realErr}.`);
 
   const e2eRows = r.e2e.scenarios as Json[];
   const overOracle = e2eRows.map((s) => s.pipemorphOverOracle as number);
@@ -442,62 +453,6 @@ function detectionTable(r: Json): string {
   ].join('\n');
 }
 
-/** How far the daemon's predictions were from measured iteration times, by kind of run (issue 30, item 3): a claim no wider than its runs. */
-function predictionAccuracyTable(r: Json): string {
-  const pct = (x: number) => `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`;
-  const list = (xs: number[]) => (xs.length === 0 ? '-' : xs.map(pct).join(', '));
-  const sleep = r.prediction.summary.transportAware;
-  const torch = r.real.torch;
-  const cores = torch?.machine?.cpus ?? 2;
-  const rows = (torch?.scenarios ?? []) as Json[];
-  const own = rows.filter((s) => s.stages * s.dp <= cores).map((s) => s.predictionError as number);
-  const shared = rows.filter((s) => s.stages * s.dp > cores).map((s) => s.predictionError as number);
-  const remapRuns = ((torch?.remap?.runs ?? []) as Json[]).filter((x) => Number.isFinite(x.predictedAfterMs) && Number.isFinite(x.afterMs));
-  const afterRemap = remapRuns.map((x) => (x.predictedAfterMs - x.afterMs) / x.afterMs);
-  return [
-    '| kind of run | runs | prediction error (predicted - measured, over measured) |',
-    '|---|---|---|',
-    `| emulated ranks that sleep their op times (\`npm run bench:prediction\`) | ${(r.prediction.scenarios as Json[]).reduce((a, x) => a + (x.policies as Json[]).length, 0)} | mean ${fmt(100 * sleep.meanAbsError, 1)}%, worst ${fmt(100 * sleep.worstAbsError, 1)}% (absolute) |`,
-    `| real compute (PyTorch GPT), a core per rank process | ${own.length} | ${list(own)} |`,
-    `| real compute, more rank processes than the ${cores} cores | ${shared.length} | ${list(shared)}: waiting for a core, which no op time shows |`,
-    `| real compute, the iterations after a re-map | ${afterRemap.length} | ${list(afterRemap)}: not examined yet |`,
-  ].join('\n');
-}
-
-/** bench:rebalance's split search at 64 stages (docs/rebalancing.md). */
-function rebalancePlanningTable(r: Json): string {
-  const rows = (r.planning.search as Json[]).map((x) => `| ${x.layers} | ${x.microbatches} | ${x.unevenLayers ? 'uneven (0.5-1.5x)' : 'uniform'} | ${fmt(x.searchMedianMs, 1)} ms | ${x.evaluations} | ${x.exact ? 'yes' : 'no'} |`);
-  return ['| layers | microbatches | layer times | search | dynamic programmes | exact |', '|---|---|---|---|---|---|', ...rows].join('\n');
-}
-
-/** bench:rebalance's slow rank: doing nothing, re-planning alone and re-balancing against the healthy job scaled (docs/rebalancing.md). */
-function rebalanceSlowRankTable(r: Json): string {
-  const rows = (r.slowRank as Json[]).map(
-    (x) => `| ${x.layers} (${x.layers / x.stages} per stage), ${x.planner} | ${fmt(x.nothingMs, 1)} ms | ${fmt(x.replanMs, 1)} ms | ${fmt(x.rebalancedMs, 1)} + ${fmt(x.handoffMsPerIteration, 1)} ms | ${(x.split as number[]).join(',')} | ${fmt(x.scaledHealthyMs, 1)} ms | ${fmt(x.rebalancedVsScaled, 3)} |`,
-  );
-  return ['| layers, planner | doing nothing | re-planning alone | re-balanced (+ handoff) | split | healthy, scaled | re-balanced / scaled |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
-}
-
-/** bench:detection-real: real rank processes with noise, healthy and with a slow link (docs/real-ranks.md). */
-function detectionRealList(r: Json): string {
-  const h = r.healthy;
-  const sum = r.summary;
-  const links = (h.flagged as Json[]).filter((f) => String(f.what).startsWith('link')).length;
-  const ranks = (h.flagged as Json[]).length - links;
-  const decided = (r.slow as Json[]).map((t) => ((t.decisions as Json[]).find((d) => d.verdict === 'taken')?.iteration ?? null) as number | null);
-  const inForce = (r.slow as Json[]).map((t) => ((t.switches as Json[])[0]?.iteration ?? null) as number | null);
-  return [
-    `- **Healthy links, ${h.iterations} noisy iterations (${fmt(h.wallS, 0)} s; ${h.noiseEvents.gcPauses} pauses, ${h.noiseEvents.stalls} stalls, ${h.noiseEvents.checkpoints} checkpoints): ${sum.healthySwitches} switches, ${sum.healthyDecisions} straggler decisions, ${links} links flagged** (and ${ranks} short compute-rank flags, none of which led to a decision). Goal (0 switches) ${sum.goalHealthyZeroSwitches ? 'met' : '**missed**'}.`,
-    `- **The same noise plus ${r.slowMs} ms on link ${r.link} from iteration ${r.onset}, ${sum.trials} runs with different noise seeds: detected in ${sum.detectedTrials}, decided at iteration ${[...new Set(decided)].join(' / ')}, a median of ${sum.medianIterationsToDetect} iterations to detect (1 = on the onset's own report), every rank running the new schedule from iteration ${[...new Set(inForce)].join(' / ')}** (median ${sum.medianIterationsToSwitch} iterations from onset). Goal (median at most 2 iterations for delays >= 20 ms) ${sum.goalDetectWithin2 ? 'met' : '**missed**'}.`,
-  ].join('\n');
-}
-
-/** A demo act's summary table as the demo prints it (bench/results/demo.json, written by `npm run demo`). */
-function demoPhases(rows: Json[], width: number): string {
-  const line = (r: Json) => `${String(r.phase).padEnd(width)}${(r.iterations === null ? '(model)' : String(r.iterations)).padStart(10)}${String(r.meanMs).padStart(10)}${fmt(r.vsHealthy, 2).padStart(12)}x`;
-  return ['```', `${'phase'.padEnd(width)}iterations   mean ms   vs healthy`, ...rows.map(line), '```'].join('\n');
-}
-
 /** The goals of issue 29 against bench:detection's results, each met or missed by how much. */
 function detectionGoalsTable(r: Json): string {
   const h = r.healthy;
@@ -527,6 +482,210 @@ function detectionGoalsTable(r: Json): string {
   return ['| goal | measured | met? |', '|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
 }
 
+/** The demo's phase table as the demo prints it (src/emulator/demo.ts), from a recorded act. */
+function demoPhases(act: Json, pad: number): string[] {
+  return [
+    `${'phase'.padEnd(pad)}iterations   mean ms   vs healthy`,
+    ...(act.phases as Json[]).map((p) => `${String(p.name).padEnd(pad)}${String(p.iterations ?? '(model)').padStart(10)}${fmt(p.meanMs).padStart(10)}${fmt(p.vsHealthy, 2).padStart(12)}x`),
+  ];
+}
+
+const PAD: Record<string, number> = { pipeline: 28, dataParallel: 34 };
+
+/** The README's demo table: act 1's phases. */
+function demoTable(r: Json): string {
+  return ['```', ...demoPhases(r.acts.pipeline, PAD.pipeline), '```'].join('\n');
+}
+
+/**
+ * An act's transcript as recorded: its introduction, the iteration lines where something besides
+ * the time changes (and the line before each change), the summary and what follows it.
+ */
+function demoTranscript(r: Json, key: string): string {
+  const act = r.acts[key];
+  const lines = act.lines as Json[];
+  const keep = lines.map((l, k) => k === 0 || l.state !== lines[k - 1].state || (k + 1 < lines.length && lines[k + 1].state !== l.state));
+  const body: string[] = [];
+  lines.forEach((l, k) => {
+    if (!keep[k]) return;
+    if (k > 0 && !keep[k - 1]) body.push('...');
+    body.push(l.text);
+  });
+  if (!keep[lines.length - 1]) body.push('...');
+  return ['```', ...(act.intro as string[]), '', ...body, '', 'summary', ...demoPhases(act, PAD[key]), ...(act.outro as string[]), '```'].join('\n');
+}
+
+const phaseOf = (act: Json, name: string): Json | undefined => (act.phases as Json[]).find((p) => p.name === name);
+
+/** Act 1 in a few figures, for the prose beside the transcript. */
+function demoAct1Findings(r: Json): string {
+  const a = r.acts.pipeline;
+  const old = phaseOf(a, 'straggler, old schedule');
+  const adapted = phaseOf(a, 'straggler, adapted');
+  const switches = a.switches as Json[];
+  const straggler = switches.find((w) => w.kind === 'straggler');
+  const recovery = switches.find((w) => w.kind === 'recovery');
+  return [
+    `In the recorded run the straggler cost ${fmt(old?.vsHealthy, 2)}x per iteration under the initial plan;`,
+    straggler ? `the whole job switched at iteration ${straggler.effectiveIteration} (predicted ${fmt(straggler.predictedMs)} ms, was ${fmt(straggler.previousMs)} ms) and ran at ${fmt(adapted?.vsHealthy, 2)}x healthy;` : 'no straggler switch was recorded;',
+    recovery ? `it returned to the initial plan at iteration ${recovery.effectiveIteration}.` : 'it did not return to the initial plan within the act.',
+    a.mixedIterations.length === 0 ? 'Every rank recorded the same version in every iteration.' : `Ranks ran mixed versions in iterations ${(a.mixedIterations as number[]).join(', ')}.`,
+  ].join(' ');
+}
+
+/** Act 2 in one sentence (the README's and docs/demo.md's). */
+function demoAct2Findings(r: Json): string {
+  const a = r.acts.dataParallel;
+  const across = phaseOf(a, 'slow uplink, rings across it');
+  const remapped = phaseOf(a, 'slow uplink, re-mapped');
+  const remap = (a.switches as Json[]).find((w) => w.kind === 'remap');
+  return `In the recorded run the rings across the slow uplink ran at ${fmt(across?.vsHealthy, 2)}x the healthy iteration and the re-mapped job at ${fmt(remapped?.vsHealthy, 2)}x` +
+    (remap ? `; the re-map was in force from iteration ${remap.effectiveIteration}, published with a prediction of ${fmt(remap.predictedMs)} ms (was ${fmt(remap.previousMs)} ms).` : '; no re-map was recorded.');
+}
+
+/** The caption of the README's timeline (docs/img/timeline-8stage.svg), written by bench:render with these figures. */
+function renderCaption(r: Json): string {
+  const p = r.picture;
+  const pct = (x: number) => `${fmt(100 * x, 0)}%`;
+  return `An 8-stage job with ${p.delayMs} ms on link ${p.slowLink}-${p.slowLink + 1} (the demo's job), before and after re-planning: under the initial plan every microbatch waits at the slow link and the pipeline stalls in waves (iteration ${fmt(p.before.iterationMs)} ms, bubble rate ${pct(p.before.bubbleRate)}); the re-planned schedule, ${(p.after.warmup as number[])[0]} warm-up forwards on stage 0 instead of ${(p.before.warmup as number[])[0]}, keeps the upstream stages busy while messages cross it (${fmt(p.after.iterationMs)} ms, ${pct(p.after.bubbleRate)}).`;
+}
+
+/** bench:detection-real: a real daemon and real ranks with noise, healthy and with a slow link. */
+function detectionRealFindings(r: Json): string {
+  const s = r.summary;
+  const h = r.healthy;
+  const n = h.noiseEvents;
+  const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+  const decided = [...new Set((r.slow as Json[]).map((x) => x.detection?.decisionIteration ?? 'never'))].join(', ');
+  const switched = [...new Set((r.slow as Json[]).map((x) => x.detection?.switchIteration ?? 'never'))].join(', ');
+  const reasons = [...new Set((r.slow as Json[]).map((x) => ((x.detection?.switchReasonLinks ?? []) as number[][]).map((l) => `ranks ${l.join('-')}`).join(' and ') || 'no link'))].join('; ');
+  return [
+    `- Healthy links, ${s.healthyIterations} noisy iterations (${fmt(s.healthyWallS)} s; ${n.gcPauses} pauses, ${n.stalls} stalls, ${n.checkpoints} checkpoints): ${s.healthySwitches} switches, ${s.healthyDecisions} straggler decisions, ${s.healthyFlaggedEpisodes} short flags seen by the poll of \`GET /jobs/:id\` (${(h.flagged as Json[]).map((f) => `${f.what} at ${f.firstIteration}`).join(', ') || 'none'}). Goal (0 switches) ${met(s.goalHealthyZeroSwitches)}.`,
+    `- The same noise plus ${r.slowMs} ms on link ${r.link} from iteration ${r.onset}, ${s.trials} runs with different noise seeds: detected in ${s.detectedTrials} of ${s.trials}, decided at iteration ${decided}, a median of ${fmt(s.medianIterationsToDetect)} iterations to detect (1 = on the onset's own report), the published reason naming ${reasons}; every rank on the new schedule from iteration ${switched}, a median of ${fmt(s.medianIterationsToSwitch)} iterations after the onset. Goal (median at most 2 iterations for delays >= 20 ms) ${met(s.goalDetectWithin2)}.`,
+  ].join('\n');
+}
+
+/**
+ * How far the daemon's predictions were from what real ranks measured, per kind of run: ranks that
+ * sleep their op times, ranks that compute with a core each, more rank processes than cores, and
+ * the prediction published with a re-map. Signed errors: (predicted - measured) / measured.
+ */
+function predictionKindsTable(r: Json): string {
+  const pct = (x: number) => `${x >= 0 ? '+' : ''}${fmt(100 * x, 1)}%`;
+  const range = (xs: number[]) => (xs.length === 0 ? '-' : Math.min(...xs) === Math.max(...xs) ? pct(xs[0]) : `${pct(Math.min(...xs))} to ${pct(Math.max(...xs))}`);
+  const real = r.real;
+  const cores = real.torch?.machine?.cpus as number | undefined;
+  const sleepRows = (real.scenarios as Json[]).filter((x) => x.predictedMs).map((x) => ({ name: x.name, error: (x.predictedMs - x.policies.pipemorph.medianIterationMs) / x.policies.pipemorph.medianIterationMs }));
+  const prediction = (r.prediction.scenarios as Json[]).flatMap((x) => (x.policies as Json[]).map((p) => ({ name: `${x.name}, ${p.policy}`, error: p.transportAwareError as number })));
+  const torch = ((real.torch?.scenarios ?? []) as Json[]).filter((x) => x.predictionError !== null && x.predictionError !== undefined);
+  const own = torch.filter((x) => cores !== undefined && x.stages * x.dp <= cores);
+  const shared = torch.filter((x) => cores === undefined || x.stages * x.dp > cores);
+  const remap = real.torch?.remap;
+  const each = (rows: Array<{ name: string; error: number }>) => rows.map((x) => `${x.name}: ${pct(x.error)}`).join('; ') || '-';
+  return [
+    '| kind of run | results | rows | error of each row (predicted - measured) | range |',
+    '|---|---|---|---|---|',
+    `| sleep compute: each op held for its profiled time (\`--compute sleep\`), the schedule fixed (bench:prediction) | prediction.json | ${prediction.length} | ${each(prediction)} | ${range(prediction.map((x) => x.error))} |`,
+    `| sleep compute, the prediction published with pipemorph's last switch (bench:real) | real.json | ${sleepRows.length} | ${each(sleepRows)} | ${range(sleepRows.map((x) => x.error))} |`,
+    `| real compute (the tiny GPT, \`--compute torch\`), a core per rank process (${cores ?? '?'} cores) | real.json | ${own.length} | ${each(own.map((x) => ({ name: x.name, error: x.predictionError })))} | ${range(own.map((x) => x.predictionError))} |`,
+    `| real compute, more rank processes than the ${cores ?? '?'} cores (oversubscribed) | real.json | ${shared.length} | ${each(shared.map((x) => ({ name: `${x.name} (${x.stages * x.dp} processes)`, error: x.predictionError })))} | ${range(shared.map((x) => x.predictionError))} |`,
+    `| real compute, after a re-map (the prediction published with it) | real.json | ${remap ? 1 : 0} | ${remap ? `${remap.name}: ${pct(remap.predictionError)}` : '-'} | ${remap ? pct(remap.predictionError) : '-'} |`,
+  ].join('\n');
+}
+
+/** bench:scale's 8 x 32 tail as shipped (the story of how it came down is prose; earlier variants are not measured at this commit). */
+function scaleTailTable(r: Json): string {
+  const c = r.scale.controlLoopMs['8x32'];
+  const slowest = (r.scale.episodes as Json[]).filter((e) => String(e.shape).startsWith('8x32') && Number.isFinite(e.ms)).map((e) => e.ms as number).sort((a, b) => b - a);
+  return [
+    '| daemon | 8 x 32 p50 / p99 (next slowest) | largest event-loop delay | burst: last schedule |',
+    '|---|---|---|---|',
+    `| as shipped, \`npm run bench:scale\` (${c.answered} answered 8 x 32 stragglers) | ${fmt(c.p50)} / ${fmt(c.p99)} ms (${fmt(slowest[1])}) | ${fmt(r.scale.maxEventLoopDelayMs)} ms | ${r.burst.secondsToAllSchedules === null ? 'not within 180 s' : `${fmt(r.burst.secondsToAllSchedules, 1)} s`} |`,
+    '| the variants before each change below | not measured at this commit | | |',
+  ].join('\n');
+}
+
+/** bench:daemon's control loop as shipped, for the section on its tail (earlier variants are not measured at this commit). */
+function daemonLoopTable(r: Json): string {
+  const row = (name: string, x: Json) => `| ${name} | ${fmt(x.p50Ms)} / ${fmt(x.p99Ms)} / ${fmt(x.maxMs)} ms (${x.trials} trials) | ${fmt(x.client.p50Ms, 1)} / ${fmt(x.client.p99Ms, 1)} ms |`;
+  return [
+    '| daemon | p50 / p99 / max on Redis\'s clock | as this bench sees it: p50 / p99 |',
+    '|---|---|---|',
+    row('as shipped (`--no-memory-reducer`, warm-up 16 rounds), `npm run bench:daemon`', r.controlLoop),
+    ...(r.controlLoopOwnCore ? [row('the same, the daemon on a core of its own', r.controlLoopOwnCore)] : []),
+    '| before the fix (no `--no-memory-reducer`), or without the warm-up (`PIPEMORPH_BENCH_WARM_UP_ROUNDS=0`) | not measured at this commit | |',
+  ].join('\n');
+}
+
+/** bench:rebalance's exactness and planning time (docs/rebalancing.md). */
+function rebalancePlanningTable(r: Json): string {
+  const b = r.bruteForce;
+  const d = r.planning.decision;
+  const rows = (r.planning.search as Json[]).map((x) => `| ${x.layers} | ${x.microbatches} | ${x.unevenLayers ? 'uneven (0.5-1.5x)' : 'uniform'} | ${fmt(x.searchMedianMs, 1)} ms | ${x.evaluations} | ${x.exact ? 'yes' : 'no'} |`);
+  return [
+    `On ${b.cases} seeded random jobs the search agrees with brute force over every split on ${b.agree} (${b.exactFlagged} with a fitting split, proven exact by the search; ${b.infeasible} where no split fits), largest relative difference ${fmt(b.maxRelativeDifference, 3)}.`,
+    '',
+    `Planning time, ${(r.planning.search as Json[])[0].stages} stages (one rank 1.5x slower, median of 5 runs):`,
+    '',
+    '| layers | microbatches | layer times | search | dynamic programmes | exact |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `The whole decision for ${d.stages} stages of ${d.layers / d.stages} layers and ${d.microbatches} microbatches (the search, then ${d.refineCandidates} splits planned with ${d.planner === 'adaptive' ? 'Alg. 2' : d.planner} and simulated, and re-planning alone) takes ${fmt(d.medianMs)} ms (median).`,
+  ].join('\n');
+}
+
+/** bench:rebalance's compute straggler, 8 stages (docs/rebalancing.md): the Alg. 2 rows. */
+function rebalanceSlowRankTable(r: Json): string {
+  const rows = (r.slowRank as Json[]).filter((x) => x.planner === 'adaptive');
+  const met = rows.filter((x) => x.rebalancedVsScaled <= 1.05 && x.rebalancedMs < x.replanMs);
+  const first = met.length ? met.reduce((a, x) => (x.layers < a.layers ? x : a)) : null;
+  return [
+    '| layers | doing nothing | re-planning alone | re-balanced (+ handoff) | split | healthy, scaled | re-balanced / scaled |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((x) => `| ${x.layers} (${x.layers / x.stages} per stage) | ${fmt(x.nothingMs, 1)} ms | ${fmt(x.replanMs, 1)} ms | ${fmt(x.rebalancedMs, 1)} + ${fmt(x.handoffMsPerIteration, 1)} ms | ${(x.split as number[]).join(',')} | ${fmt(x.scaledHealthyMs, 1)} ms | ${fmt(x.rebalancedVsScaled, 3)} |`),
+    '',
+    first
+      ? `The goal, within 1.05x of the healthy job scaled to the remaining compute and better than re-planning alone, is met from ${first.layers / first.stages} layers per stage on (${first.layers} layers: ${fmt(first.rebalancedVsScaled, 3)}x, where re-planning alone stays at ${fmt(first.replanVsScaled, 3)}x)${met.length < rows.length ? `, not below (${rows.filter((x) => !met.includes(x)).map((x) => `${x.layers} layers: ${fmt(x.rebalancedVsScaled, 3)}x`).join(', ')})` : ''}.`
+      : 'The goal (within 1.05x of the healthy job scaled to the remaining compute, better than re-planning alone) is met on no row.',
+  ].join('\n');
+}
+
+/** bench:oracle-gap's fixed-plan sweep (docs/oracle-gap.md): one search plan for X ms on every link, run over each dynamic trace. */
+function oracleGapSweepTable(r: Json): string {
+  const rows = (r.rows as Json[]).filter((x) => x.fixedSearchPlanMs);
+  const xs = Object.keys(rows[0]?.fixedSearchPlanMs ?? {}).map(Number).sort((a, b) => a - b);
+  const lines = [`| planned for X ms | ${xs.join(' | ')} |`, `|---|${xs.map(() => '---|').join('')}`];
+  for (const row of rows) {
+    const best = Math.min(...xs.map((x) => row.fixedSearchPlanMs[x] as number));
+    const cells = xs.map((x) => (row.fixedSearchPlanMs[x] <= row.oracleMs && row.fixedSearchPlanMs[x] === best ? `**${fmt(row.fixedSearchPlanMs[x], 1)}**` : fmt(row.fixedSearchPlanMs[x], 1)));
+    lines.push(`| ${String(row.name).replace(/^8-stage, dynamic /, '')}, mean ms (oracle ${fmt(row.oracleMs, 1)}) | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** bench:oracle-gap's accounting as the code runs now: excess over the oracle by cause, per trace. */
+function oracleGapTable(r: Json): string {
+  const s = (x: number) => `${fmt(x, 1)} s`;
+  return [
+    '| trace | planner | NIC failure | onsets | steady state | recoveries | pipemorph / oracle mean (ratio) | oracle without the search planner |',
+    '|---|---|---|---|---|---|---|---|',
+    ...(r.rows as Json[]).map((x) => `| ${String(x.name).replace(/^8-stage, /, '')} | ${x.planner} | ${s(x.excessS.nic)} | ${s(x.excessS.onset)} | ${s(x.excessS.steady)} | ${s(x.excessS.recovery)} | ${fmt(x.pipemorphMs, 1)} / ${fmt(x.oracleMs, 1)} ms (${fmt(x.pipemorphOverOracle, 3)}x) | ${fmt(x.oracleWithoutSearchMs, 1)} ms |`),
+  ].join('\n');
+}
+
+/** The chaos suite's recorded run (docs/faults.md; `npm run test:chaos` writes bench/results/chaos.json). */
+function chaosTable(r: Json): string {
+  const rows = r.rows as Json[];
+  const gone = rows.filter((x) => x.reportsGoneWithMaster !== undefined).map((x) => x.reportsGoneWithMaster as number);
+  return [
+    '| fault | time to recover (ms) | reports lost | versions reused | mixed-version iterations | split-brain writes | switch after |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...rows.map((x) => `| ${x.fault} | ${x.recoverMs} | ${x.reportsLost} | ${x.versionsReused} | ${x.mixedIterations} | ${x.splitBrainWrites} | ${x.switchedAfter ? 'yes' : 'no'} |`),
+    ...(gone.length ? ['', `Reports the killed cluster master acknowledged and never replicated (\`reportsGoneWithMaster\`): ${gone.join(', ')}.`] : []),
+  ].join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -552,18 +711,27 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   scale: scaleTable,
   detection: detectionTable,
   'detection-goals': detectionGoalsTable,
-  'prediction-accuracy': predictionAccuracyTable,
-  demo: (r) => demoPhases(r.act1 as Json[], 28),
-  'rebalance-planning': rebalancePlanningTable,
-  'detection-real': detectionRealList,
-  'rebalance-slow-rank': rebalanceSlowRankTable,
-  'demo-dp': (r) => demoPhases(r.act2 as Json[], 34),
   headline: headlineParagraph,
+  demo: demoTable,
+  'demo-act1': (r) => demoTranscript(r, 'pipeline'),
+  'demo-act1-findings': demoAct1Findings,
+  'demo-act2': (r) => demoTranscript(r, 'dataParallel'),
+  'demo-act2-findings': demoAct2Findings,
+  'render-caption': renderCaption,
+  'detection-real': detectionRealFindings,
+  'prediction-kinds': predictionKindsTable,
+  'scale-tail': scaleTailTable,
+  'daemon-loop': daemonLoopTable,
+  'rebalance-planning': rebalancePlanningTable,
+  'rebalance-slow-rank': rebalanceSlowRankTable,
+  'oracle-gap': oracleGapTable,
+  'oracle-gap-sweep': oracleGapSweepTable,
+  chaos: chaosTable,
 };
 
 /**
  * Results file of a block, when it is not the block's own name. A list: the renderer gets every
- * file's JSON by file name (the block is left alone while one of them is missing).
+ * file's JSON by file name. A block whose file is missing is an error (renderMarkdown throws).
  */
 const FILES: Record<string, string | string[]> = {
   'real-torch': 'real',
@@ -579,10 +747,17 @@ const FILES: Record<string, string | string[]> = {
   'engine-device': 'engine',
   headline: ['real', 'e2e', 'engine', 'daemon', 'chaos'],
   'detection-goals': 'detection',
-  'prediction-accuracy': ['prediction', 'real'],
-  'demo-dp': 'demo',
+  'demo-act1': 'demo',
+  'demo-act1-findings': 'demo',
+  'demo-act2': 'demo',
+  'demo-act2-findings': 'demo',
+  'render-caption': 'render',
+  'prediction-kinds': ['real', 'prediction'],
+  'scale-tail': 'scale',
+  'daemon-loop': 'daemon',
   'rebalance-planning': 'rebalance',
   'rebalance-slow-rank': 'rebalance',
+  'oracle-gap-sweep': 'oracle-gap',
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);
@@ -604,36 +779,46 @@ function resultsOf(name: string, resultsDir: string): Json | undefined {
   return all;
 }
 
-/** Blocks rendered from a part of a results file that its bench records apart, by the part's key. */
-const PART_STAMPS: Record<string, string> = { 'real-torch': 'torch', 'real-remap': 'torch', 'real-rebalance': 'rebalance' };
+/** Blocks whose numbers are one part of a file that a partial run re-measures: the part's own stamp. */
+const PART_STAMPS: Record<string, (results: Json) => Json | undefined> = {
+  real: (r) => r.stamps?.sleep,
+  'real-torch': (r) => r.stamps?.gpt,
+  'real-remap': (r) => r.stamps?.remap,
+  'real-rebalance': (r) => r.stamps?.rebalance,
+  'e2e-rebalance': (r) => r.rebalanceStamp,
+};
 
-/** What a block's numbers were measured at (issue 30): its results file's stamp, or each file's for a block of several. */
+/** What a block's numbers were measured at (issue 30): its results file's stamp (or its part's), or each file's for a block of several. */
 function stampsOf(name: string, results: Json): string {
   const files = FILES[name] ?? name;
-  // Parts a bench records apart (a run without them keeps the earlier ones) carry their own stamp.
-  const part = PART_STAMPS[name];
-  if (part) return stampLine(results[part]?.stamp);
-  if (typeof files === 'string') return stampLine(results.stamp);
+  if (typeof files === 'string') return stampLine(PART_STAMPS[name]?.(results) ?? results.stamp);
   const each = files.map((file) => `${file}: ${results[file].stamp ? `commit ${String(results[file].stamp.commit).slice(0, 10)}${results[file].stamp.dirty ? ' (with uncommitted changes)' : ''}` : 'not stamped'}`);
   return `<sub>Measured at: ${each.join('; ')} (\`npm run bench:stale\` lists what is older than its sources).</sub>`;
 }
 
-/** The Markdown text with every bench block it holds rendered from `resultsDir`. */
+/** The results files (bench/results/NAME.json) the blocks of a Markdown text need and `resultsDir` lacks, as `block: file`. */
+export function missingResults(markdown: string, resultsDir: string): string[] {
+  return markedBlocks(markdown).flatMap((name) => {
+    const files = FILES[name] ?? name;
+    return (typeof files === 'string' ? [files] : files).filter((file) => !existsSync(join(resultsDir, `${file}.json`))).map((file) => `bench:${name}: ${file}.json`);
+  });
+}
+
+/**
+ * The Markdown text with every bench block it holds rendered from `resultsDir`. Throws when a
+ * block's results file is missing: a block left as it was would pass for a measurement.
+ */
 export function renderMarkdown(markdown: string, resultsDir: string): string {
+  const missing = missingResults(markdown, resultsDir);
+  if (missing.length > 0) throw new Error(`bench tables: no results for ${missing.join(', ')} in ${resultsDir}`);
   let out = markdown;
   for (const [name, render] of Object.entries(RENDERERS)) {
     if (!block(name).test(out)) continue;
-    const results = resultsOf(name, resultsDir);
-    if (results === undefined) continue;
+    const results = resultsOf(name, resultsDir)!;
     const table = `${render(results)}\n\n${stampsOf(name, results)}`;
     out = out.replace(block(name), (_m, open: string, _body: string, close: string) => `${open}\n${table}\n${close}`);
   }
   return out;
-}
-
-/** Marked blocks of a Markdown text whose results file is missing from `resultsDir` (they cannot be rendered: an error, not a block left as it was). */
-export function missingResults(markdown: string, resultsDir: string): string[] {
-  return markedBlocks(markdown).filter((name) => resultsOf(name, resultsDir) === undefined);
 }
 
 /** Names of the bench blocks a Markdown text has. */
@@ -672,7 +857,7 @@ if (require.main === module) {
     console.error(`bench tables: no renderer for ${unknown.join(', ')}`);
     process.exit(1);
   }
-  const missing = files.flatMap((path) => missingResults(readFileSync(path, 'utf8'), results).map((name) => `${relative(root, path)}: bench:${name}`));
+  const missing = files.flatMap((path) => missingResults(readFileSync(path, "utf8"), results).map((what) => `${relative(root, path)}: ${what}`));
   if (missing.length > 0) {
     console.error(`bench tables: no results file for ${missing.join(', ')}`);
     process.exit(1);
@@ -680,7 +865,13 @@ if (require.main === module) {
   const rewritten: string[] = [];
   for (const path of files) {
     const before = readFileSync(path, 'utf8');
-    const after = renderMarkdown(before, results);
+    let after: string;
+    try {
+      after = renderMarkdown(before, results);
+    } catch (error) {
+      console.error(`${relative(root, path)}: ${(error as Error).message}`);
+      process.exit(1);
+    }
     if (before === after) continue;
     writeFileSync(path, after);
     rewritten.push(`${relative(root, path)} (${markedBlocks(after).join(', ')})`);

@@ -23,7 +23,6 @@
  * a part not run keeps its last measurement from bench/results/real.json.
  * PIPEMORPH_BENCH_QUICK=1 runs fewer iterations. Last line: JSON, also written to bench/results/real.json.
  */
-import { ResultsStamp, startStamp } from '../src/support/results-stamp';
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { cpus, loadavg } from 'node:os';
@@ -44,8 +43,11 @@ import { meanMs, medianMs, RealJobResult, realRegistration, runRealJob } from '.
 import { realRebalanceTable } from './readme-tables';
 import { RealRebalanceRow, realRebalanceScenario, runRealRebalanceScenario } from './real-rebalance';
 import { GptShape, RemapRow, RemapScenario, runRemapScenario, runTorchScenario, TorchRow, TorchScenario } from './real-torch';
+import { ResultsStamp, startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
+let REDIS_URL = '';
 const QUICK = process.env.PIPEMORPH_BENCH_QUICK === '1';
 const ONLY = process.env.PIPEMORPH_BENCH_ONLY ?? '';
 const RUN_SLEEP = ONLY === '' || ONLY === 'sleep' || ONLY === '4' || ONLY === '8';
@@ -226,10 +228,12 @@ interface RealResults {
     machine: { cpus: number; loadAverageBefore: number[]; loadAverageAfter: number[] };
     scenarios: TorchRow[];
     remap: RemapRow | null;
-    stamp?: ResultsStamp;
   };
-  rebalance?: RealRebalanceRow & { stamp?: ResultsStamp };
+  /** The whole file's measurement: this run's when every part ran, else the previous one's (a lower bound on the file's age). */
   stamp?: ResultsStamp;
+  /** Each part's own measurement (a part not run keeps its previous one). */
+  stamps?: Partial<Record<'sleep' | 'gpt' | 'remap' | 'rebalance', ResultsStamp>>;
+  rebalance?: RealRebalanceRow;
 }
 
 function previousResults(path: string): Partial<RealResults> {
@@ -241,10 +245,12 @@ function previousResults(path: string): Partial<RealResults> {
 }
 
 async function main(): Promise<void> {
-  const stamp = startStamp();
   const resultsDir = join(__dirname, '..', '..', 'bench', 'results');
   const resultsPath = join(resultsDir, 'real.json');
   const previous = previousResults(resultsPath);
+  const stamp = startStamp();
+  const server = await startOwnRedis();
+  REDIS_URL = server.url();
   const redis = new Redis(REDIS_URL);
   const app = await startBenchDaemon();
   const daemonUrl = (await app.getUrl()).replace('[::1]', '127.0.0.1');
@@ -274,12 +280,13 @@ async function main(): Promise<void> {
       for (const [h, v] of Object.entries(remap.byHandoff)) console.log(`  handoff ${h}: before ${fmt(v.beforeMs)} | switch ${fmt(v.switchMs)} | after ${fmt(v.afterMs)} | cost ${fmt(v.handoffCostMs)} ms | at k ${Object.entries(v.switchPhasesMs).map(([p, x]) => `${p} ${x}`).join(' ')} | prefetch build ${fmt(v.prefetchBuildMs, 1)} groups ${fmt(v.prefetchGroupsMs, 1)} lead +${fmt(v.leadExtraMs)} ms`);
     }
     if (RUN_REBALANCE) {
-      rebalance = await runRealRebalanceScenario(realRebalanceScenario(QUICK), (line) => console.log(line));
+      rebalance = await runRealRebalanceScenario(realRebalanceScenario(QUICK), (line) => console.log(line), server.url());
       console.log(realRebalanceTable({ rebalance }));
     }
   } finally {
     await app.close();
     redis.disconnect();
+    await server.stop();
   }
   const sleepRows = RUN_SLEEP ? rows : previous.scenarios ?? [];
   console.log('');
@@ -294,14 +301,18 @@ async function main(): Promise<void> {
   const torch = RUN_GPT || RUN_REMAP
     ? {
         machine: { cpus: cpus().length, loadAverageBefore: loadBefore, loadAverageAfter: loadavg() },
-        // The torch rows are stamped apart: a run without them keeps the earlier ones, with their own stamp.
-        stamp: stamp(),
         scenarios: RUN_GPT ? torchRows : previous.torch?.scenarios ?? [],
         remap: RUN_REMAP ? remap : previous.torch?.remap ?? null,
       }
     : previous.torch;
-  const rebalanceRow = RUN_REBALANCE && rebalance ? { ...rebalance, stamp: stamp() } : previous.rebalance;
-  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}), stamp: stamp() };
+  const rebalanceRow = RUN_REBALANCE ? rebalance : previous.rebalance;
+  const now = stamp();
+  const ran = { sleep: RUN_SLEEP, gpt: RUN_GPT, remap: RUN_REMAP, rebalance: RUN_REBALANCE };
+  const stamps = Object.fromEntries(
+    Object.entries(ran).flatMap(([part, run]) => (run ? [[part, now]] : previous.stamps?.[part as keyof typeof ran] ? [[part, previous.stamps[part as keyof typeof ran]]] : [])),
+  ) as RealResults['stamps'];
+  const wholeStamp = Object.values(ran).every(Boolean) ? now : previous.stamp;
+  const results: RealResults = { bench: 'real', compute: 'sleep', scenarios: sleepRows, ...(torch ? { torch } : {}), ...(rebalanceRow ? { rebalance: rebalanceRow } : {}), ...(wholeStamp ? { stamp: wholeStamp } : {}), stamps };
   const json = JSON.stringify(results);
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(resultsPath, `${json}\n`);

@@ -29,6 +29,7 @@ import { decideRebalance } from '../src/core/rebalance/decide-rebalance.planner'
 import { RebalanceConfig } from '../src/core/rebalance/rebalance-config.type';
 import { RebalanceProblem } from '../src/core/rebalance/rebalance-problem.type';
 import { rebalanceScenario } from '../src/core/rebalance/rebalance-scenario.util';
+import { startStamp } from '../src/support/results-stamp';
 
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
 const median = (values: number[]) => {
@@ -164,13 +165,14 @@ function slowRankRows() {
 }
 
 function main(): void {
+  const stamp = startStamp();
   const planning = planningTime();
   console.log(JSON.stringify({ planning }));
   const bruteForce = bruteForceAgreement(500);
   console.log(JSON.stringify({ bruteForce }));
   const slowRank = slowRankRows();
   for (const row of slowRank) console.log(JSON.stringify({ slowRank: row }));
-  const result = { bench: 'rebalance', config: CONFIG, planning, bruteForce, slowRank, loadAverage: loadavg().map((x) => round(x)) };
+  const result = { bench: 'rebalance', config: CONFIG, planning, bruteForce, slowRank, loadAverage: loadavg().map((x) => round(x)), stamp: stamp() };
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, 'rebalance.json'), `${JSON.stringify(result)}\n`);

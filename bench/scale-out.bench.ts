@@ -34,6 +34,7 @@ import { jobKeys } from '../src/protocol/redis-keys';
 import { ChaosRanks } from '../test/chaos/chaos-ranks';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { RedisCluster } from '../test/support/redis-cluster';
+import { startStamp } from '../src/support/results-stamp';
 
 const JOBS = Number(process.env.PIPEMORPH_SCALE_OUT_JOBS ?? 120);
 const STAGES = 4;
@@ -93,6 +94,7 @@ async function snapshot(r: Replica): Promise<Snapshot> {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
   const benchCpu0 = process.cpuUsage();
   const cluster = await RedisCluster.start();
   cleanups.push(() => cluster.stop());
@@ -274,6 +276,7 @@ async function main(): Promise<void> {
     moves,
     integrity,
     machine: { cpus: cpus().length, loadAverage: loadavg().map((x) => round(x, 2)), benchCpuSeconds: round((bench.user + bench.system) / 1e6) },
+    stamp: stamp(),
   };
   const dir = join(__dirname, '../../bench/results');
   mkdirSync(dir, { recursive: true });

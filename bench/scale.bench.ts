@@ -1,10 +1,10 @@
 /**
- * npm run bench:scale (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
+ * npm run bench:scale (starts a redis-server of its own; leaves the one at REDIS_URL alone)
  *
  * One daemon process (dist/src/daemon/main.js, the shipped config/default.json: only its HTTP port
- * and Redis database are set) per part, on Redis database PIPEMORPH_SCALE_DB (default 6, emptied
- * before each part: daemons of tests or other benches on the same Redis would otherwise take its
- * jobs as replicas do). Three parts, about four minutes in all:
+ * and Redis URL are set) per part, on a redis-server of the bench's own (emptied before each part;
+ * on a shared Redis, daemons of tests or other benches would take its jobs as replicas do, and its
+ * flushes would empty their data: issue 30, item 4). Three parts, about four minutes in all:
  *
  * 1. burst: 1000 small jobs (4 stages x 8 microbatches) register in one burst and their ranks write
  *    5 iterations (20 reports per job) at once; time until every job has its schedule key and
@@ -43,10 +43,10 @@ import { jobKeys, REGISTRATIONS_STREAM, REJECTED_REGISTRATIONS_STREAM } from '..
 import { DaemonProcess } from '../test/support/daemon-process';
 import { seededRandom } from '../src/core/planner/seeded-random';
 import { percentile, slope } from './bench-stats';
+import { startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
 const ROOT = join(__dirname, '..', '..');
-const BASE_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const DB = Number(process.env.PIPEMORPH_SCALE_DB ?? 6);
 const SCALE_SECONDS = Number(process.env.PIPEMORPH_SCALE_SECONDS ?? 150);
 const SLOW_EXTRA_MS = 40;
 /**
@@ -58,12 +58,9 @@ const SLOW_EXTRA_MS = 40;
 const DAEMON_NICE = Number(process.env.PIPEMORPH_SCALE_DAEMON_NICE ?? -10);
 let daemonNice: number | null = null;
 const STRAGGLER_ITERATIONS = 10;
-const redisUrl = (() => {
-  const url = new URL(BASE_URL);
-  url.pathname = `/${DB}`;
-  return url.toString();
-})();
-const redis = new Redis(redisUrl);
+/** main's private redis-server; never the one at REDIS_URL. */
+let redisUrl = '';
+let redis: Redis;
 const shipped = JSON.parse(readFileSync(join(ROOT, 'config/default.json'), 'utf8')) as PipemorphConfig;
 
 interface Shape {
@@ -539,11 +536,15 @@ async function scalePart(seconds = SCALE_SECONDS) {
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
+  const server = await startOwnRedis();
+  redisUrl = server.url();
+  redis = new Redis(redisUrl);
   const only = process.argv[2];
   if (only === 'burst') await burstPart();
   else if (only === 'big') await bigPart();
   else if (only === 'scale') await scalePart();
   else {
+    const stamp = startStamp();
     const burst = await burstPart();
     const big = await bigPart();
     const scale = await scalePart();
@@ -561,6 +562,7 @@ async function main(): Promise<void> {
       burst,
       big,
       scale,
+      stamp: stamp(),
     };
     const dir = join(ROOT, 'bench', 'results');
     mkdirSync(dir, { recursive: true });
@@ -568,6 +570,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ goals: result.goals, burst, big, scale: { ...scale, samples: undefined, episodes: undefined } }));
   }
   redis.disconnect();
+  await server.stop();
 }
 
 main().catch((error) => {

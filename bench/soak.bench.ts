@@ -1,5 +1,5 @@
 /**
- * npm run bench:soak (needs Redis at REDIS_URL, default 127.0.0.1:6379; scripts/ensure-redis.sh)
+ * npm run bench:soak (starts a redis-server of its own; leaves the one at REDIS_URL alone)
  *
  * 1000 emulated ranks (10 jobs of 4 stages x 25 data-parallel replicas) report to one daemon
  * process for PIPEMORPH_SOAK_SECONDS (default 600), one iteration per job every
@@ -39,8 +39,11 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/daemon/config/load-config';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { percentile, slope } from './bench-stats';
+import { startStamp } from '../src/support/results-stamp';
+import { startOwnRedis } from '../src/support/own-redis-server';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** A redis-server of the bench's own (main starts it), never the one at REDIS_URL (issue 30, item 4). */
+let REDIS_URL = '';
 const SECONDS = Number(process.env.PIPEMORPH_SOAK_SECONDS ?? 600);
 const ITERATION_MS = Number(process.env.PIPEMORPH_SOAK_ITERATION_MS ?? 1000);
 const JOBS = 10;
@@ -50,7 +53,7 @@ const SAMPLE_MS = 10000;
 /** Straggler on for this many iterations, then off as long, per job; jobs start staggered. */
 const STRAGGLER_ITERATIONS = 30;
 const run = Date.now().toString(36);
-const redis = new Redis(REDIS_URL);
+let redis: Redis;
 
 interface Sample {
   atS: number;
@@ -214,6 +217,7 @@ function percentileMs(values: number[], p: number): number | null {
 
 async function startDaemon(port: number): Promise<ChildProcess> {
   const config = loadConfig({ ...process.env, REDIS_URL }); // PIPEMORPH__section__key overrides apply
+  config.redis.url = REDIS_URL;
   config.http = { host: '127.0.0.1', port };
   config.control.minReplanIntervalMs = 0;
   // Every episode a switch and every recovery a switch back, so the loop keeps running handshakes:
@@ -234,6 +238,10 @@ async function startDaemon(port: number): Promise<ChildProcess> {
 }
 
 async function main(): Promise<void> {
+  const stamp = startStamp();
+  const server = await startOwnRedis();
+  REDIS_URL = server.url();
+  redis = new Redis(REDIS_URL);
   const port = 20000 + Math.floor(Math.random() * 10000);
   const url = `http://127.0.0.1:${port}`;
   const daemon = await startDaemon(port);
@@ -282,6 +290,7 @@ async function main(): Promise<void> {
     await redis.srem('pipemorph:jobs', job.jobId);
   }
   redis.disconnect();
+  await server.stop();
 
   const late = samples.filter((s) => s.atS >= SECONDS / 2);
   const perMinute = (key: keyof Sample) => Math.round(slope(late.map((s) => s.atS / 60), late.map((s) => s[key])));
@@ -321,6 +330,7 @@ async function main(): Promise<void> {
     },
     samples,
     latencies,
+    stamp: stamp(),
   };
   const dir = join(__dirname, '../../bench/results');
   mkdirSync(dir, { recursive: true });

@@ -27,6 +27,14 @@ function git(args: string[]): { ok: boolean; out: string } {
   }
 }
 
+/** Specs beside the code change no measurement: a commit that touches only them leaves results fresh. */
+const NOT_MEASURED = [':(exclude,glob)**/*.spec.ts'];
+
+/** The newest commit that changed a bench's sources, or null when none did (or git is not there). */
+export function sourcesCommitOf(sources: string[]): string | null {
+  return git(['log', '-1', '--format=%H', '--', ...sources, ...NOT_MEASURED]).out || null;
+}
+
 /** The staleness of every results file in `dir`. */
 export function staleness(dir = join(REPO_ROOT, 'bench', 'results')): Staleness[] {
   if (!existsSync(dir)) return [];
@@ -37,7 +45,7 @@ export function staleness(dir = join(REPO_ROOT, 'bench', 'results')): Staleness[
       const name = file.replace(/\.json$/, '');
       const stamp = (JSON.parse(readFileSync(join(dir, file), 'utf8')) as { stamp?: ResultsStamp }).stamp;
       const sources = sourcesOf(REPO_ROOT, name);
-      const sourcesCommit = sources ? git(['log', '-1', '--format=%H', '--', ...sources]).out || null : null;
+      const sourcesCommit = sources ? sourcesCommitOf(sources) : null;
       if (!sources) return { results: file, commit: stamp?.commit ?? null, sourcesCommit, stale: true, why: 'no sources declared in bench/bench-sources.ts' };
       if (!stamp) return { results: file, commit: null, sourcesCommit, stale: true, why: 'not stamped: measured before results recorded their commit' };
       if (stamp.dirty) return { results: file, commit: stamp.commit, sourcesCommit, stale: true, why: 'measured with uncommitted changes' };

@@ -19,6 +19,7 @@ import { seededRandom } from '../src/core/planner/seeded-random';
 import { megatron8, uniform4 } from '../src/emulator/scenarios';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { startStamp } from '../src/support/results-stamp';
 
 const SEEDS = [1, 2, 3, 4, 5];
 
@@ -114,6 +115,7 @@ function median(xs: number[]): number {
 }
 
 function main(): void {
+  const stamp = startStamp();
   const rows = [];
   const cases = SEEDS.map((seed) => ({ seed, c: largeCase(seed) }));
   run(largeCase(1000)); // warm the JIT
@@ -146,6 +148,7 @@ function main(): void {
     movedNodesMax: Math.max(...rows.map((r) => r.movedNodes)),
     perSeed: rows.map((r) => ({ seed: r.seed, planningMs: +r.planningMs.toFixed(2), method: r.method, evaluations: r.evaluations, movedNodes: r.movedNodes, predictedIterationMsBefore: +r.beforeMs.toFixed(1), predictedIterationMsAfter: +r.afterMs.toFixed(1) })),
     rackBoundary: { nodes: rackCase.dpSize * rackCase.profile.stages, planningMs: +racks.planningMs.toFixed(2), method: racks.method, movedNodes: racks.movedNodes, predictedIterationMsBefore: +racks.beforeMs.toFixed(1), predictedIterationMsAfter: +racks.afterMs.toFixed(1) },
+    stamp: stamp(),
   });
   const results = join(__dirname, '..', '..', 'bench', 'results');
   mkdirSync(results, { recursive: true });

@@ -14,6 +14,7 @@ if [ "${1:-}" = "--installed" ]; then
   fi
   echo "redis: redis-server is not installed (Debian/Ubuntu: sudo apt-get install redis-server)" >&2; exit 1
 fi
+binary_only=0
 url="${REDIS_URL:-redis://127.0.0.1:6379}"
 hostport="${url#redis://}"; hostport="${hostport%%/*}"; hostport="${hostport##*@}"
 host="${hostport%%:*}"; port="${hostport##*:}"; [ "$port" = "$host" ] && port=6379
@@ -30,7 +31,7 @@ answers() {
   fi
 }
 
-if answers; then echo "redis: answering at $host:$port"; exit 0; fi
+if [ "$binary_only" = 0 ] && answers; then echo "redis: answering at $host:$port"; exit 0; fi
 if ! command -v redis-server >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     echo "redis: not installed; installing Debian package redis-server"
@@ -41,6 +42,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
     exit 1
   fi
 fi
+if [ "$binary_only" = 1 ]; then echo "redis: redis-server installed"; exit 0; fi
 if [ "$host" != "127.0.0.1" ] && [ "$host" != "localhost" ]; then
   echo "redis: nothing answers at $host:$port (not local, so not starting one)" >&2; exit 1
 fi

@@ -7,6 +7,8 @@
  *    crosses slows by 30 ms; the daemon re-maps the ranks so that a pipeline edge crosses it
  *    instead, and absorbs what remains with slackness and delegation.
  * One line per iteration, then a summary per act. DEMO_ACTS=1 or DEMO_ACTS=2 runs one act.
+ * DEMO_RESULTS=FILE also writes what the acts measured there as JSON (src/emulator/demo-record.ts;
+ * `npm run bench:demo` records bench/results/demo.json, which the docs' demo tables are rendered from).
  * `npm run demo -- --real` (or DEMO_RANKS=real) plays act 1 with real PyTorch rank processes instead
  * (src/real/real-act.ts).
  */
@@ -21,10 +23,8 @@ import { RankGroup } from '../emulator/rank-group';
 import { dpRackScenario, dpScenarioJob, megatron8, scenarios } from '../emulator/scenarios';
 import { runStaticPolicy } from '../emulator/static-policy';
 import { realAct } from '../real/real-act';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { REPO_ROOT, startStamp } from '../support/results-stamp';
 import { SwitchTimelines } from '../emulator/switch-timelines';
+import { DemoRecord } from './demo-record';
 
 const SLOW_LINK = 6;
 const DELAY_MS = 60;
@@ -40,6 +40,7 @@ const DP_START = 8;
 const DP_ITERATIONS = 40;
 /** Where the before/after timeline of each switch is written (DEMO_TIMELINES overrides). */
 const TIMELINES = new SwitchTimelines(process.env.DEMO_TIMELINES ?? 'demo-timelines');
+const RECORD = new DemoRecord();
 
 const tty = process.stdout.isTTY;
 const paint = (code: string, text: string) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -51,24 +52,7 @@ function bar(ms: number, healthyMs: number): string {
   return ms > healthyMs * 1.1 ? paint('31', text) : paint('32', text);
 }
 
-/** One line of a summary table: a phase of the act, its iterations (null: the model's, not measured) and mean. */
-interface PhaseRow {
-  phase: string;
-  iterations: number | null;
-  meanMs: number;
-  vsHealthy: number;
-}
-
-/** The summary tables of the acts played, written to bench/results/demo.json when both acts ran to the end (the README's table is rendered from it). */
-const recorded: { act1?: PhaseRow[]; act2?: PhaseRow[] } = {};
-
-function phaseRow(phase: string, iterations: number | null, ms: number, healthyMs: number, width: number): PhaseRow {
-  console.log(`${phase.padEnd(width)}${(iterations === null ? '(model)' : String(iterations)).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
-  return { phase, iterations, meanMs: Math.round(ms), vsHealthy: Math.round((ms / healthyMs) * 100) / 100 };
-}
-
 async function main(): Promise<void> {
-  const stamp = startStamp('npm run demo');
   const config = loadConfig();
   config.http.port = Number(process.env.PORT ?? 8080);
   config.control.minReplanIntervalMs = 0;
@@ -104,13 +88,10 @@ async function main(): Promise<void> {
     if (real) await realAct(redis, config.redis.url, port, paint, bar);
     else if (acts.includes('1')) await pipelineAct(redis, baseUrl, () => stopping);
     if (!real && acts.includes('2') && !stopping) await dataParallelAct(redis, baseUrl, () => stopping);
+    if (!real && !stopping) RECORD.write({ speed: SPEED });
   } finally {
     await app.close();
     await redis.quit();
-  }
-  if (recorded.act1 && recorded.act2 && !stopping) {
-    mkdirSync(join(REPO_ROOT, 'bench', 'results'), { recursive: true });
-    writeFileSync(join(REPO_ROOT, 'bench', 'results', 'demo.json'), `${JSON.stringify({ bench: 'demo', ...recorded, stamp: stamp() }, null, 2)}\n`);
   }
 }
 
@@ -123,11 +104,16 @@ async function pipelineAct(redis: Redis, baseUrl: string, stopped: () => boolean
   const group = new RankGroup(redis, job, { lockstep: true, deviceActivations: scenario.deviceActivations, hostActivations: 64 });
 
   console.log(paint('1', 'act 1: a slow pipeline link') + ` (try ${baseUrl}/jobs/${jobId}/view)`);
-  console.log(`emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}\n`);
+  const intro = `emulated job: 8 stages x 32 microbatches (Megatron GPT profile, scaled), +${DELAY_MS} ms on link ${SLOW_LINK}-${SLOW_LINK + 1} from iteration ${START} to ${END}, time x${SPEED}`;
+  console.log(`${intro}\n`);
   await group.register();
   const first = await group.connect();
   const healthyMs = runStaticPolicy(new EmulatedJob('h', profile, 1, stepDelay([]), DEFAULT_EMULATION), 'zb-static', 10, { deviceActivations: scenario.deviceActivations }).reduce((a, r) => a + r.iterationMs, 0) / 10;
-  console.log(`initial schedule v${first.version}: warm-up ${first.pipelines[0].warmup.join(',')} (Alg. 1 within device memory), healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
+  const initial = `initial schedule v${first.version}: warm-up ${first.pipelines[0].warmup.join(',')} (Alg. 1 within device memory), healthy iteration about ${healthyMs.toFixed(0)} ms`;
+  console.log(`${initial}\n`);
+  RECORD.begin('pipeline', healthyMs);
+  RECORD.intro(intro);
+  RECORD.intro(initial);
 
   const rows: Array<{ iteration: number; ms: number; version: number; delayed: boolean }> = [];
   try {
@@ -142,9 +128,9 @@ async function pipelineAct(redis: Redis, baseUrl: string, stopped: () => boolean
       const delegation = running.delegation.map((d) => d.rank).join(',') || '-';
       const pending = detail?.handshake ? paint('33', ` switching to v${detail.handshake.version} at it ${detail.handshake.effectiveIteration}`) : '';
       const injected = delays.delayMs(SLOW_LINK, 0, i) > 0 ? paint('31', `injected +${DELAY_MS} ms`) : 'healthy link  ';
-      console.log(
-        `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs, healthyMs)}  v${version}  ${injected}  detected: ${slow.join(', ') || '-'}  delegation: ${delegation}${pending}`,
-      );
+      const line = `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs, healthyMs)}  v${version}  ${injected}  detected: ${slow.join(', ') || '-'}  delegation: ${delegation}${pending}`;
+      console.log(line);
+      RECORD.line(i, `v${version} ${injected} ${slow.join(',')} ${delegation}${pending}`, line);
       rows.push({ iteration: i, ms: result.iterationMs, version, delayed: delays.delayMs(SLOW_LINK, 0, i) > 0 });
       const wait = result.iterationMs / SPEED - (Date.now() - started);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -154,8 +140,12 @@ async function pipelineAct(redis: Redis, baseUrl: string, stopped: () => boolean
   }
   summary(rows, healthyMs, profile, group.mixedIterations());
   console.log('\nswitches:');
+  RECORD.outro('\nswitches:');
   for (const s of group.learned()) {
-    console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}; warm-up ${s.pipelines[0].warmup.join(',')}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
+    const line = `  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}; warm-up ${s.pipelines[0].warmup.join(',')}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`;
+    console.log(line);
+    RECORD.outro(line);
+    RECORD.switched({ version: s.version, effectiveIteration: s.effectiveIteration, kind: s.reason.kind, detail: s.reason.detail, predictedMs: s.prediction.newMs, previousMs: s.prediction.previousMs ?? null });
   }
   printTimelines(jobId);
 }
@@ -179,8 +169,13 @@ async function dataParallelAct(redis: Redis, baseUrl: string, stopped: () => boo
   const staticMs = staticRuns.reduce((a, r) => a + r.iterationMs, 0) / staticRuns.length;
   const layout = () => [0, 1].map((dp) => `[${[0, 1, 2, 3].map((pp) => job.rankOf(dp, pp)).join(' ')}]`).join(' ');
   console.log('\n' + paint('1', 'act 2: a slow data-parallel link') + ` (try ${baseUrl}/jobs/${jobId}/view)`);
-  console.log(`emulated job: 2 replicas x 4 stages, replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B: every stage's ring all-reduce`);
-  console.log(`(3.5 GB of gradients per stage) crosses the rack uplink, +${DP_DELAY_MS} ms on it from iteration ${DP_START}; healthy iteration about ${healthyMs.toFixed(0)} ms\n`);
+  const intro = [
+    `emulated job: 2 replicas x 4 stages, replica 0 (ranks 0-3) on rack A, replica 1 (ranks 4-7) on rack B: every stage's ring all-reduce`,
+    `(3.5 GB of gradients per stage) crosses the rack uplink, +${DP_DELAY_MS} ms on it from iteration ${DP_START}; healthy iteration about ${healthyMs.toFixed(0)} ms`,
+  ];
+  console.log(`${intro.join('\n')}\n`);
+  RECORD.begin('dataParallel', healthyMs);
+  for (const line of intro) RECORD.intro(line);
   await group.register();
   await group.connect();
   const rows: Array<{ ms: number; slow: boolean; topology: number; migrationMs: number }> = [];
@@ -196,9 +191,9 @@ async function dataParallelAct(redis: Redis, baseUrl: string, stopped: () => boo
       const pending = detail?.handshake ? paint('33', ` switching to v${detail.handshake.version} at it ${detail.handshake.effectiveIteration}`) : '';
       const slow = i >= DP_START;
       const note = result.migrationMs > 0 ? paint('33', ` (ranks ${group.agreedVersion(i).topology?.moved.join(',')} load their new stage: +${result.migrationMs.toFixed(0)} ms once)`) : '';
-      console.log(
-        `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs - result.migrationMs, healthyMs)}  layout ${layout()}  ${slow ? paint('31', `uplink +${DP_DELAY_MS} ms`) : 'healthy uplink'}  detected: ${detected}${pending}${note}`,
-      );
+      const line = `it ${String(i).padStart(3)}  ${result.iterationMs.toFixed(0).padStart(5)} ms ${bar(result.iterationMs - result.migrationMs, healthyMs)}  layout ${layout()}  ${slow ? paint('31', `uplink +${DP_DELAY_MS} ms`) : 'healthy uplink'}  detected: ${detected}${pending}${note}`;
+      console.log(line);
+      RECORD.line(i, `${layout()} ${slow} ${detected}${pending}${note}`, line);
       rows.push({ ms: result.iterationMs - result.migrationMs, slow, topology: result.topologyVersion, migrationMs: result.migrationMs });
       const wait = result.iterationMs / SPEED / 4 - (Date.now() - started);
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -206,22 +201,28 @@ async function dataParallelAct(redis: Redis, baseUrl: string, stopped: () => boo
   } finally {
     await group.cleanup();
   }
-  const table: PhaseRow[] = [];
   const phase = (name: string, kept: typeof rows) => {
     if (kept.length === 0) return;
-    table.push(phaseRow(name, kept.length, kept.reduce((a, r) => a + r.ms, 0) / kept.length, healthyMs, 34));
+    const ms = kept.reduce((a, r) => a + r.ms, 0) / kept.length;
+    console.log(`${name.padEnd(34)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+    RECORD.phase(name, kept.length, ms, healthyMs);
   };
   console.log('\n' + paint('1', 'summary') + ' (migration time left out of the means, shown above)');
   console.log('phase                             iterations   mean ms   vs healthy');
   phase('healthy', rows.filter((r) => !r.slow));
   phase('slow uplink, rings across it', rows.filter((r) => r.slow && r.topology === 0));
   phase('slow uplink, re-mapped', rows.filter((r) => r.slow && r.topology > 0));
-  table.push(phaseRow('slow uplink, static ZB, no re-map', null, staticMs, healthyMs, 34));
-  recorded.act2 = table;
+  console.log(`${'slow uplink, static ZB, no re-map'.padEnd(34)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
+  RECORD.phase('slow uplink, static ZB, no re-map', null, staticMs, healthyMs);
+  RECORD.mixed(group.mixedIterations());
   console.log('\nswitches:');
+  RECORD.outro('\nswitches:');
   for (const s of group.learned()) {
     const t = s.topology && s.reason.kind === 'remap' ? `; layout v${s.topology.version}, ranks ${s.topology.moved.join(',')} change stage` : '';
-    console.log(`  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}${t}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`);
+    const line = `  v${s.version} from iteration ${s.effectiveIteration}: ${s.reason.kind} - ${s.reason.detail}${t}; predicted ${s.prediction.newMs.toFixed(0)} ms${s.prediction.previousMs ? ` (was ${s.prediction.previousMs.toFixed(0)} ms)` : ''}`;
+    console.log(line);
+    RECORD.outro(line);
+    RECORD.switched({ version: s.version, effectiveIteration: s.effectiveIteration, kind: s.reason.kind, detail: s.reason.detail, predictedMs: s.prediction.newMs, previousMs: s.prediction.previousMs ?? null });
   }
   printTimelines(jobId);
 }
@@ -239,17 +240,21 @@ function summary(rows: Array<{ iteration: number; ms: number; version: number; d
   const staticMs = staticRun.reduce((a, r) => a + r.iterationMs, 0) / staticRun.length;
   console.log('\n' + paint('1', 'summary'));
   console.log('phase                       iterations   mean ms   vs healthy');
-  const table: PhaseRow[] = [];
   for (const phase of phases) {
     const kept = rows.filter(phase.keep);
     if (kept.length === 0) continue;
-    table.push(phaseRow(phase.name, kept.length, kept.reduce((a, r) => a + r.ms, 0) / kept.length, healthyMs, 28));
+    const ms = kept.reduce((a, r) => a + r.ms, 0) / kept.length;
+    console.log(`${phase.name.padEnd(28)}${String(kept.length).padStart(10)}${ms.toFixed(0).padStart(10)}${(ms / healthyMs).toFixed(2).padStart(12)}x`);
+    RECORD.phase(phase.name, kept.length, ms, healthyMs);
   }
-  table.push(phaseRow('straggler, static ZB only', null, staticMs, healthyMs, 28));
-  recorded.act1 = table;
+  console.log(`${'straggler, static ZB only'.padEnd(28)}${'(model)'.padStart(10)}${staticMs.toFixed(0).padStart(10)}${(staticMs / healthyMs).toFixed(2).padStart(12)}x`);
+  RECORD.phase('straggler, static ZB only', null, staticMs, healthyMs);
+  RECORD.mixed(mixed);
   // Read from every rank's own record of the version it ran (RankGroup.history), not assumed.
   const agreement = mixed.length === 0 ? 'every rank recorded the same version in every iteration' : paint('31', `ranks ran MIXED versions in iterations ${mixed.join(', ')}`);
-  console.log(`\nversions used: ${[...new Set(rows.map((r) => r.version))].map((v) => 'v' + v).join(' -> ')}; ${agreement}.`);
+  const versions = `\nversions used: ${[...new Set(rows.map((r) => r.version))].map((v) => 'v' + v).join(' -> ')}; ${agreement}.`;
+  console.log(versions);
+  RECORD.outro(versions);
 }
 
 main().catch((error) => {

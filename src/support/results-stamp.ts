@@ -7,7 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 
 export interface ResultsStamp {
   commit: string;
@@ -29,13 +29,20 @@ function git(args: string[]): string {
   }
 }
 
+/** `npm run NAME` when npm ran it, else the node command line (paths relative to the repository). */
+function defaultCommand(): string {
+  const event = process.env.npm_lifecycle_event;
+  if (event) return `npm run ${event}`;
+  return ['node', ...process.argv.slice(1).map((arg) => (isAbsolute(arg) ? relative(REPO_ROOT, arg) : arg))].join(' ');
+}
+
 const load = () => loadavg().map((x) => Math.round(x * 100) / 100);
 
 /**
  * Starts a measurement: the load average now; the returned function gives the stamp, with the load
  * average then, to write into the results.
  */
-export function startStamp(command = `npm run ${process.env.npm_lifecycle_event ?? process.argv.slice(1).join(' ')}`): () => ResultsStamp {
+export function startStamp(command = defaultCommand()): () => ResultsStamp {
   const loadBefore = load();
   const commit = git(['rev-parse', 'HEAD']) || 'unknown';
   // Results files are written by the run itself: only other tracked files count as a difference.

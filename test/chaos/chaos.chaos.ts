@@ -169,7 +169,7 @@ function expectHealthy(row: Row): void {
   expect(row).toEqual(expect.objectContaining({ reportsLost: 0, versionsReused: 0, mixedIterations: 0, splitBrainWrites: 0, switchedAfter: true }));
 }
 
-// What the recorded results were measured at (src/support/results-stamp.ts): from the suite's start.
+/** The commit and machine the recorded table is measured on (issue 30, item 1). */
 const stamp = startStamp('npm run test:chaos');
 
 afterAll(() => {
