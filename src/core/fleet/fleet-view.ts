@@ -149,15 +149,17 @@ export function buildFleetView(evidence: readonly JobFleetEvidence[], config: Fl
     const local = loc === undefined ? [] : mine.filter((l) => l.la === loc && l.lb === loc);
     if (local.length > 0 && slowFraction(local) < config.minSlowFraction) continue;
     let healthyPeers = 0;
-    let vouching = 0;
+    // A link between two peers vouches once.
+    const vouchers = new Set<Link>();
     for (const p of peers) {
       const elsewhere = (byNode.get(p) ?? []).filter((l) => l.a !== node && l.b !== node && !explained(l));
-      const healthy = elsewhere.filter((l) => !l.isSlow).length;
-      if (elsewhere.length > 0 && healthy / elsewhere.length >= config.peerHealthyFraction) {
+      const healthy = elsewhere.filter((l) => !l.isSlow);
+      if (elsewhere.length > 0 && healthy.length / elsewhere.length >= config.peerHealthyFraction) {
         healthyPeers++;
-        vouching += healthy;
+        for (const l of healthy) vouchers.add(l);
       }
     }
+    const vouching = vouchers.size;
     if (healthyPeers < config.nicMinPeers) continue;
     nics.add(node);
     suspects.push({
