@@ -179,3 +179,21 @@ describe('buildFleetView: properties', () => {
     );
   });
 });
+
+describe('buildFleetView: a NIC seen by a job that learned it as its baseline', () => {
+  // n5 (rack r1) is bad. Job a saw it go bad: every link of n5 slow. Job b started on it: its pipeline
+  // link inside r1 (n5-n6) looks healthy (learned with the fault), its links out of r1 slow.
+  const a = job('a', chain('n1', 'n5', 'n9'), touches('n5'));
+  const b = job('b', chain('n6', 'n5', 'n13'), (x, y) => touches('n5')(x, y) && !(x === 'n5' && y === 'n6'));
+  const peers = job('c', chain('n1', 'n9', 'n13', 'n6'), never);
+
+  it('is still named: alone in its rack slow out of it, it is the NIC', () => {
+    expect(ids(buildFleetView([a, b, peers], C))).toEqual(['nic:n5']);
+  });
+
+  it('twin: when another node of its rack is slow out of it too, n5 is not blamed (an uplink pattern)', () => {
+    const alsoN7 = job('d', chain('n7', 'n14', 'n2'), (x, y) => touches('n7')(x, y));
+    const inside = job('e', chain('n7', 'n4', 'n6'), never);
+    expect(ids(buildFleetView([a, b, peers, alsoN7, inside], C)).filter((id) => id === 'nic:n5')).toEqual([]);
+  });
+});

@@ -144,10 +144,20 @@ export function buildFleetView(evidence: readonly JobFleetEvidence[], config: Fl
     const peers = sorted(slow.map(peerOf));
     const t = tally(slow);
     if (peers.length < config.nicMinPeers || t.slowJobs.length < config.nicMinJobs) continue;
-    // Healthy to its own locality yet slow out of it is an uplink's pattern, not a NIC's.
+    // Healthy to its own locality yet slow out of it, like other nodes of it: an uplink's pattern,
+    // not a NIC's. Alone in its locality it is the NIC (a job that started on the bad NIC learned
+    // its slow links as its baseline, so healthy-looking links inside prove little on their own).
     const loc = localityOf.get(node);
     const local = loc === undefined ? [] : mine.filter((l) => l.la === loc && l.lb === loc);
-    if (local.length > 0 && slowFraction(local) < config.minSlowFraction) continue;
+    if (local.length > 0 && slowFraction(local) < config.minSlowFraction && slow.every((l) => l.la !== l.lb)) {
+      const alike = new Set<string>();
+      for (const l of links) {
+        if (!l.isSlow || explained(l) || l.la === l.lb) continue;
+        if (l.la === loc && l.a !== node) alike.add(l.a);
+        if (l.lb === loc && l.b !== node) alike.add(l.b);
+      }
+      if (alike.size >= config.boundaryMinNodes - 1) continue;
+    }
     let healthyPeers = 0;
     // A link between two peers vouches once.
     const vouchers = new Set<Link>();
