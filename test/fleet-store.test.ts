@@ -45,6 +45,9 @@ it('forgets evidence nobody re-writes: the entry expires and leaves the index', 
   await store.record([evidence('old')], 300);
   await store.record([evidence('kept')], 60000);
   await waitFor('the short-lived entry expired', async () => (await redis.exists(fleetEvidenceKey('old'))) === 0, 5000, 50);
+  // A read-only reader (the CLI under the operator's Redis user) leaves the index alone.
+  expect((await store.readAll(10, false)).map((e) => e.jobId)).toEqual(['kept']);
+  expect((await redis.smembers(FLEET_INDEX)).sort()).toEqual(['kept', 'old']);
   expect((await store.readAll(10)).map((e) => e.jobId)).toEqual(['kept']);
   expect(await redis.smembers(FLEET_INDEX)).toEqual(['kept']);
 });
@@ -72,4 +75,6 @@ it('keeps every fleet key in one hash slot, apart from any job\'s', async () => 
   const tag = (key: string) => key.slice(key.indexOf('{') + 1, key.indexOf('}'));
   expect(new Set([FLEET_INDEX, fleetEvidenceKey('a'), fleetEvidenceKey('zz-9')].map(tag))).toEqual(new Set(['fleet:view']));
   expect(tag(fleetEvidenceKey('fleet'))).toBe('fleet:view');
+  // Tools find a job's keys as pipemorph:{<job>}:* (the orphan sweep, the fuzz test's audit).
+  for (const key of [FLEET_INDEX, fleetEvidenceKey('a')]) expect(key).not.toMatch(/^pipemorph:\{/);
 });

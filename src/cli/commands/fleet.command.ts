@@ -57,7 +57,7 @@ async function fromRedis(url: string, config: ReturnType<typeof loadReplayConfig
   redis.on('error', (error: Error) => (connectionError = error));
   try {
     await redis.connect();
-    return buildFleetView(await new FleetStore(redis).readAll(config.fleet.maxJobs), fleetConfigOf(config));
+    return buildFleetView(await new FleetStore(redis).readAll(config.fleet.maxJobs, false), fleetConfigOf(config));
   } catch (error) {
     throw new InputError(`cannot read the fleet's evidence from Redis at ${url.replace(/\/\/[^@/]*@/, '//***@')}: ${(connectionError ?? (error as Error)).message}`);
   } finally {

@@ -43,8 +43,11 @@ export class FleetStore {
     await tx.exec();
   }
 
-  /** Every job's live evidence, at most `maxJobs` (by job id); expired entries leave the index. */
-  async readAll(maxJobs: number): Promise<JobFleetEvidence[]> {
+  /**
+   * Every job's live evidence, at most `maxJobs` (by job id). `prune`: expired entries leave the
+   * index (the daemon); off for a reader without write access (the operator's Redis user, the CLI).
+   */
+  async readAll(maxJobs: number, prune = true): Promise<JobFleetEvidence[]> {
     const ids = (await this.redis.smembers(FLEET_INDEX)).sort();
     const out: JobFleetEvidence[] = [];
     const gone: string[] = [];
@@ -57,7 +60,7 @@ export class FleetStore {
         else if (e !== null && e.jobId === chunk[k] && out.length < maxJobs) out.push(e);
       });
     }
-    if (gone.length > 0) await this.redis.srem(FLEET_INDEX, ...gone);
+    if (prune && gone.length > 0) await this.redis.srem(FLEET_INDEX, ...gone);
     return out;
   }
 }
