@@ -26,8 +26,8 @@ export function parseFleetEvidence(text: string): JobFleetEvidence | null {
 /**
  * The fleet's evidence in Redis: each job's under its own key with a TTL (re-written every interval
  * by whichever replica leads the job, so a lost replica's or a flushed Redis's evidence comes back
- * within one interval), indexed by a set that expires too. Only GET, MGET, SET, SADD, SREM,
- * SMEMBERS and PEXPIRE: what the daemon's ACL user (deploy/redis/pipemorph.acl) may run; every
+ * within one interval), indexed by a set that expires too. Only MULTI, SET, SADD, PEXPIRE, SMEMBERS, MGET
+ * and SREM: what the daemon's ACL user (deploy/redis/pipemorph.acl) may run; every
  * key in one hash slot (redis-keys.ts), so it works on Redis Cluster.
  */
 export class FleetStore {
