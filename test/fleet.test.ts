@@ -4,7 +4,8 @@
  * other peers) whose NIC slows every link it is on; the fourth runs on those peers, healthy. Both
  * replicas serve the same GET /fleet naming `nic:bad` (and nothing else), valid against
  * schemas/fleet-api.v1.schema.json, with its metric; the fleet's keys lost, the view comes back
- * within an interval; the NIC healed, the suspect clears on both. Needs nothing built.
+ * within an interval; a replica lost, the other leads every job and re-writes their evidence; the
+ * NIC healed, the suspect clears. Needs nothing built.
  */
 import Ajv from 'ajv';
 import Redis from 'ioredis';
@@ -88,7 +89,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-it('both replicas name the bad NIC, the same view, and clear it when it heals', async () => {
+it('both replicas name the bad NIC, the same view; it survives a lost replica and clears when the NIC heals', async () => {
   await iterateAll(12); // the detectors learn their baselines
   setBad(25);
   const named = async () => {
@@ -115,11 +116,24 @@ it('both replicas name the bad NIC, the same view, and clear it when it heals', 
   await redis.del(FLEET_INDEX, ...Object.keys(PLACEMENT).map(fleetEvidenceKey));
   await waitFor('the view rebuilt', async () => (await redis.scard(FLEET_INDEX)) === 4 && (await fleet(daemons[0])).suspects.length === 1, 5000, 50);
 
-  setBad(0);
-  await waitFor('both replicas clear the suspect', async () => {
+  // A replica lost: the other takes its jobs, replays their history and re-writes their evidence.
+  const lost = daemons.pop()!;
+  const ledByLost = lost.app.get(JobRegistry).all().map((j) => j.jobId);
+  await lost.app.close();
+  const [left] = daemons;
+  const before = (await fleet(left)).computedAt;
+  await waitFor('the replica left leads every job, and names the NIC from all of them', async () => {
     await iterateAll(1);
-    const views = await Promise.all(daemons.map(fleet));
-    return views.every((v) => v.suspects.length === 0);
+    const v = await fleet(left);
+    return left.app.get(JobRegistry).all().length === 4 && v.computedAt > before && v.suspects.length === 1 && v.jobs.length === 4 && v;
   }, 30000, 0);
-  expect((await (await fetch(`${daemons[0].url}/metrics`)).text())).not.toMatch(/pipemorph_fleet_suspect_confidence\{/);
-}, 60000);
+  const fresh = await redis.mget(...ledByLost.map(fleetEvidenceKey));
+  for (const text of fresh) expect(JSON.parse(text!).at).toBeGreaterThan(before);
+
+  setBad(0);
+  await waitFor('the suspect clears', async () => {
+    await iterateAll(1);
+    return (await fleet(left)).suspects.length === 0;
+  }, 30000, 0);
+  expect((await (await fetch(`${left.url}/metrics`)).text())).not.toMatch(/pipemorph_fleet_suspect_confidence\{/);
+}, 90000);
