@@ -5,32 +5,21 @@
  * daemon's URL it prints what GET /fleet answers; bad usage is one line on stderr, exit 2.
  */
 import Redis from 'ioredis';
-import { spawn } from 'node:child_process';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { DEFAULT_FLEET_CONFIG } from '../src/core/fleet/fleet-config.type';
 import { buildFleetView } from '../src/core/fleet/fleet-view';
 import { JobFleetEvidence } from '../src/core/fleet/job-fleet-evidence.type';
 import { FleetStore } from '../src/daemon/fleet/fleet-store';
+import { runCli } from './cli/run-cli';
 import { expectUserError } from './support/cli-user-error';
 import { RedisServer } from './support/redis-server';
 
-const BIN = join(__dirname, '..', 'dist/src/cli/main.js');
 let server: RedisServer;
 let redis: Redis;
 let http: Server;
 
-function run(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args]);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = runCli;
 
 /** Three jobs through node `bad` (slow), each with its own peers, and a fourth on those peers (healthy). */
 function fleet(): JobFleetEvidence[] {

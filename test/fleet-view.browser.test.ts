@@ -7,7 +7,6 @@
  * with its evidence, the affected jobs' links and the node outlined in the heat map; healed, no
  * suspect and nothing outlined.
  */
-import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import { JobFleetEvidence } from '../src/core/fleet/job-fleet-evidence.type';
 import { FleetService } from '../src/daemon/fleet/fleet.service';
 import { FleetStore } from '../src/daemon/fleet/fleet-store';
 import { StartedDaemon } from '../src/daemon/start-daemon.util';
+import { chromium as headless } from './browser/headless-chromium';
 import { waitFor } from './support/fake-job';
 import { RedisServer } from './support/redis-server';
 import { startDaemon, testConfig } from './support/test-daemon';
@@ -26,23 +26,7 @@ let redis: Redis;
 let daemon: StartedDaemon | null = null;
 let profileDir = '';
 
-function chromiumBinary(): string {
-  for (const candidate of [process.env.CHROMIUM, 'chromium', 'chromium-browser']) {
-    if (candidate && spawnSync('sh', ['-c', `command -v "${candidate}"`]).status === 0) return candidate;
-  }
-  throw new Error('chromium is not installed: run bash scripts/ensure-chromium.sh');
-}
-
-/** One headless Chromium run with a private profile; asynchronous, since the daemon answering it runs in this process. */
-function chromium(args: string[]): Promise<string> {
-  const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--hide-scrollbars', '--no-first-run', `--user-data-dir=${profileDir}`];
-  return new Promise((resolve, reject) => {
-    execFile(chromiumBinary(), [...flags, ...args], { encoding: 'utf8', timeout: 60000, maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`chromium failed: ${error.message} ${stderr.slice(-500)}`));
-      else resolve(stdout);
-    });
-  });
-}
+const chromium = (args: string[]): Promise<string> => headless(profileDir, args);
 
 /** A job's evidence along `nodes`; links touching `bad` slow. Racks: a* and bad in rack-a, b* in rack-b. */
 function job(jobId: string, nodes: string[], bad: string | null): JobFleetEvidence {

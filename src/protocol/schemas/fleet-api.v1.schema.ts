@@ -65,6 +65,26 @@ export const fleetApiV1Schema = {
         }
       }
     },
+    "pairTally": {
+      "allOf": [
+        {
+          "$ref": "#/definitions/tally"
+        }
+      ],
+      "type": "object",
+      "required": [
+        "a",
+        "b"
+      ],
+      "properties": {
+        "a": {
+          "$ref": "#/definitions/name"
+        },
+        "b": {
+          "$ref": "#/definitions/name"
+        }
+      }
+    },
     "suspect": {
       "type": "object",
       "additionalProperties": false,
@@ -232,48 +252,14 @@ export const fleetApiV1Schema = {
       "type": "array",
       "description": "Node pairs with at least one slow link.",
       "items": {
-        "allOf": [
-          {
-            "$ref": "#/definitions/tally"
-          }
-        ],
-        "type": "object",
-        "required": [
-          "a",
-          "b"
-        ],
-        "properties": {
-          "a": {
-            "$ref": "#/definitions/name"
-          },
-          "b": {
-            "$ref": "#/definitions/name"
-          }
-        }
+        "$ref": "#/definitions/pairTally"
       }
     },
     "boundaries": {
       "type": "array",
       "description": "Links between two localities (a < b), or inside one (a = b).",
       "items": {
-        "allOf": [
-          {
-            "$ref": "#/definitions/tally"
-          }
-        ],
-        "type": "object",
-        "required": [
-          "a",
-          "b"
-        ],
-        "properties": {
-          "a": {
-            "$ref": "#/definitions/name"
-          },
-          "b": {
-            "$ref": "#/definitions/name"
-          }
-        }
+        "$ref": "#/definitions/pairTally"
       }
     }
   }
