@@ -654,7 +654,7 @@ export const configSchema = {
           "type": "integer",
           "minimum": 1,
           "maximum": 1000000,
-          "description": "jobs' evidence read per view (the newest)"
+          "description": "jobs' evidence read per view (by job id)"
         },
         "maxLinksPerJob": {
           "type": "integer",
