@@ -23,6 +23,7 @@ export const BENCH_SOURCES: Record<string, BenchSources> = {
   chaos: { entries: ['test/chaos/chaos.chaos.ts', DAEMON_PROCESS], also: [CONFIG] },
   daemon: { entries: ['bench/daemon.bench.ts', DAEMON_PROCESS], also: [CONFIG] },
   demo: { entries: ['bench/demo.bench.ts', 'src/demo/demo.ts'], also: [CONFIG, 'bench/profiles'] },
+  fleet: { entries: ['bench/fleet.bench.ts'], also: [CONFIG] },
   detection: { entries: ['bench/detection.bench.ts'], also: [CONFIG, 'bench/traces'] },
   'detection-real': { entries: ['bench/detection-real.bench.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },
   e2e: { entries: ['bench/e2e.bench.ts'], also: [CONFIG, 'bench/traces', 'bench/profiles'] },

@@ -686,6 +686,29 @@ function chaosTable(r: Json): string {
   ].join('\n');
 }
 
+/** bench:fleet: each culprit named (or not), when, and how long it held; precision, recall and false suspects. */
+function fleetTable(r: Json): string {
+  const f = r.faults;
+  const s = (x: number | null) => (x === null ? '-' : `${fmt(x)} s`);
+  const lines = [
+    '| culprit | fault | from - to (s) | jobs affected | named | after the 2nd affected job | held while active | cleared after healing |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const c of f.culprits as Json[]) {
+    lines.push(`| \`${c.id}\` | ${c.fault} | ${c.fromS} - ${c.toS} | ${c.affectedJobs} | ${c.named ? 'yes' : '**no**'} | ${s(c.afterSecondJobS)} (${fmt(c.afterSecondJobIterations, 0)} iterations) | ${fmt(100 * c.heldFraction, 0)}% | ${s(c.clearedAfterS)} |`);
+  }
+  const h = r.healthy;
+  lines.push('');
+  lines.push('| measure | value |');
+  lines.push('|---|---|');
+  lines.push(`| localisation precision (suspect-computations naming an active culprit / all but those within ${fmt(f.suspectTicks.graceS)} s after its healing) | ${fmt(100 * (f.precision ?? 0), 1)}% (${f.suspectTicks.correct} correct, ${f.suspectTicks.wrong} wrong, ${f.suspectTicks.lateAfterHealing} late) |`);
+  lines.push(`| recall (culprits named) | ${fmt(100 * f.recall, 0)}% |`);
+  lines.push(`| false suspects during the faults | ${f.falseSuspects.length === 0 ? 'none' : f.falseSuspects.map((x: string) => `\`${x}\``).join(', ')} |`);
+  lines.push(`| false suspects on healthy noisy traffic | ${h.falseSuspectEpisodes} in ${fmt(h.hours)} fleet-hours (${fmt(h.falseSuspectsPerFleetDay, 1)} per fleet-day; ${h.jobsRun} jobs, ${h.computations} computations) |`);
+  lines.push(`| cost of one view (${r.fleet.jobsAtATime} jobs, ${r.fleet.nodes} nodes) | ${fmt(r.cost.viewMsPerComputation, 2)} ms |`);
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -711,6 +734,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   scale: scaleTable,
   detection: detectionTable,
   'detection-goals': detectionGoalsTable,
+  fleet: fleetTable,
   headline: headlineParagraph,
   demo: demoTable,
   'demo-act1': (r) => demoTranscript(r, 'pipeline'),

@@ -5,7 +5,7 @@
  * and a job's streams in a real Redis replay like its recording.
  */
 import Redis from 'ioredis';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { loadMilpSolver } from '../src/daemon/planning/load-milp-solver.util';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { runScenario } from '../src/replay/run-scenario';
 import { RedisServer } from './support/redis-server';
+import { runCli } from './cli/run-cli';
 import { expectUserError } from './support/cli-user-error';
 
 const ROOT = join(__dirname, '..');
@@ -37,16 +38,7 @@ function run(...args: string[]): Run {
 }
 
 /** Async, so a Redis server in this process keeps answering meanwhile. */
-function runAsync(...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args]);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runAsync = (...args: string[]): Promise<Run> => runCli(...args);
 
 function json(result: Run): any {
   expect(result.stderr).toBe('');
@@ -182,7 +174,8 @@ describe('pipemorph replay', () => {
     const switches = (...sets: string[]) => json(run('replay', '--recording', recording, '--json', '--set', 'control.refinePlanner=none', ...sets.flatMap((s) => ['--set', s]))).summary.switches;
     const costAware = switches();
     const chasing = switches('control.costAware=false');
-    expect(costAware).toBeLessThanOrEqual(2);
+    // The first spell answered, its resources given back, then (the link seen to recur) one plan kept through the spells.
+    expect(costAware).toBeLessThanOrEqual(3);
     expect(chasing).toBeGreaterThan(20);
   });
 });

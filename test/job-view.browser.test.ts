@@ -7,7 +7,6 @@
  */
 import { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
-import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { stepDelay } from '../src/emulator/delay/step-delay';
 import { DEFAULT_EMULATION, EmulatedJob } from '../src/emulator/emulated-job';
 import { RankGroup } from '../src/emulator/rank-group';
 import { uniform4 } from '../src/emulator/scenarios';
+import { chromium as headless } from './browser/headless-chromium';
 import { redisUrlFor, startDaemon, testConfig } from './support/test-daemon';
 
 const REDIS_URL = redisUrlFor(8);
@@ -24,26 +24,7 @@ let daemon: { app: INestApplication; url: string } | null = null;
 let group: RankGroup | null = null;
 let profileDir = '';
 
-function chromiumBinary(): string {
-  for (const candidate of [process.env.CHROMIUM, 'chromium', 'chromium-browser']) {
-    if (candidate && spawnSync('sh', ['-c', `command -v "${candidate}"`]).status === 0) return candidate;
-  }
-  throw new Error('chromium is not installed: run bash scripts/ensure-chromium.sh');
-}
-
-/**
- * One headless Chromium run with a private profile (other runs on the machine may hold theirs).
- * Asynchronous: the daemon answering the browser runs in this process.
- */
-function chromium(args: string[]): Promise<string> {
-  const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--hide-scrollbars', '--no-first-run', `--user-data-dir=${profileDir}`];
-  return new Promise((resolve, reject) => {
-    execFile(chromiumBinary(), [...flags, ...args], { encoding: 'utf8', timeout: 60000, maxBuffer: 64 << 20 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`chromium failed: ${error.message} ${stderr.slice(-500)}`));
-      else resolve(stdout);
-    });
-  });
-}
+const chromium = (args: string[]): Promise<string> => headless(profileDir, args);
 
 beforeAll(() => {
   mkdirSync(ARTIFACTS, { recursive: true });

@@ -3,6 +3,7 @@
  * live on different masters of a real 3-master, 3-replica cluster started here, through the full
  * register -> report -> straggler -> prepare/ack/commit cycle; then one job's master is killed
  * (SIGKILL), its replica takes over, and the daemon adapts that job again with a newer version.
+ * The fleet view's evidence (issue 31) shares one slot whatever its jobs' slots.
  */
 import { INestApplication } from '@nestjs/common';
 import { spawnSync } from 'node:child_process';
@@ -10,8 +11,9 @@ import { join } from 'node:path';
 import { probeRedisMode } from '../src/daemon/redis/redis-mode.util';
 import Redis, { Cluster } from 'ioredis';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
+import { FleetStore } from '../src/daemon/fleet/fleet-store';
 import { RedisJobStore } from '../src/daemon/store/redis-job-store';
-import { jobKeys } from '../src/protocol/redis-keys';
+import { FLEET_INDEX, fleetEvidenceKey, jobKeys } from '../src/protocol/redis-keys';
 import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisCluster } from './support/redis-cluster';
 import { RedisServer } from './support/redis-server';
@@ -68,6 +70,16 @@ it('runs every store operation on one slot: transactions, scripts, per-job reads
   for (const jobId of [...ids, ...orphans]) await store.forgetJob(jobId, 1000);
   expect(await store.listJobs()).toEqual([]);
   expect(await cluster.pttl(jobKeys(ids[0]).spec)).toBeGreaterThan(0);
+});
+
+it('records and reads the fleet view\'s evidence in one slot (issue 31): one transaction, one MGET', async () => {
+  const store = new FleetStore(cluster as unknown as Redis);
+  const ids = ['fleet-a', 'fleet-b', 'fleet-c'];
+  await store.record(ids.map((jobId) => ({ jobId, at: 1, localities: {}, links: [{ a: 'x', b: 'y', healthy: 3, slow: 0, extraMs: 0 }], compute: [] })), 60000);
+  expect((await store.readAll(10)).map((e) => e.jobId)).toEqual(ids);
+  const slot = async (key: string) => Number(await cluster.call('CLUSTER', 'KEYSLOT', key));
+  expect(new Set(await Promise.all([FLEET_INDEX, ...ids.map(fleetEvidenceKey)].map(slot))).size).toBe(1);
+  expect(new Set(await Promise.all(ids.map((id) => slot(jobKeys(id).spec)))).size).toBeGreaterThan(1);
 });
 
 it('drives jobs on three masters through the handshake, and again after a master is killed and its replica promoted', async () => {

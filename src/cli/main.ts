@@ -3,6 +3,7 @@ import { InputError } from '../core/input-error';
 import { parseArgs } from './cli-args';
 import { compareCommand, formatComparisonTable } from './commands/compare.command';
 import { corpusCommand } from './commands/corpus.command';
+import { fleetCommand } from './commands/fleet.command';
 import { planCommand } from './commands/plan.command';
 import { renderCommand } from './commands/render.command';
 import { replayCommand } from './commands/replay.command';
@@ -26,9 +27,11 @@ commands:
   replay    (--recording file.jsonl | --redis redis://host:port --job <id>) [--config C.json]
             [--set section.key=value ...] [--svg out.svg] [--json]
             (a recorded job through detection and decisions: one line per decision and a summary)
+  fleet     (--url http://daemon:8080 | --redis redis://host:port [--config C.json] [--set section.key=value ...])
+            [--json]   (the fleet view: suspects across every job, with their evidence and runbook step)
 
 plan, simulate, tolerance and compare print one JSON object to stdout, render an SVG, replay text
-(JSON with --json), corpus its recording (a JSON summary with --out). Errors: one line on stderr, exit code 2.`;
+(JSON with --json), corpus its recording (a JSON summary with --out), fleet text (JSON with --json). Errors: one line on stderr, exit code 2.`;
 
 type Command = (options: Map<string, string | true>, lists: Map<string, string[]>) => unknown;
 
@@ -42,6 +45,7 @@ const COMMANDS: Record<string, Command> = {
   render: renderCommand,
   corpus: corpusCommand,
   replay: replayCommand,
+  fleet: fleetCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,4 +1,5 @@
 import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { FleetController } from './api/fleet.controller';
 import { HealthController } from './api/health.controller';
 import { JobsController } from './api/jobs.controller';
 import { JobViewController } from './api/job-view.controller';
@@ -10,6 +11,7 @@ import { ClockModule } from './clock/clock.module';
 import { ConfigModule } from './config/config.module';
 import { PipemorphConfig } from './config/pipemorph-config.type';
 import { ControlService } from './control/control.service';
+import { FleetService } from './fleet/fleet.service';
 import { IngestService } from './ingest/ingest.service';
 import { JobRegistry } from './jobs/job-registry.service';
 import { MetricsService } from './metrics/metrics.service';
@@ -44,8 +46,8 @@ export class AppModule implements NestModule {
     return {
       module: AppModule,
       imports: [ConfigModule.forRoot(config), ClockModule.forRoot(clock), RedisModule],
-      controllers: [HealthController, MetricsController, JobsController, JobViewController, OverridesController],
-      providers: [MetricsService, PlanningPool, SchedulePublisher, OverridesService, JobRegistry, ControlService, IngestService, MaintenanceService, DaemonLifecycle],
+      controllers: [HealthController, MetricsController, JobsController, JobViewController, OverridesController, FleetController],
+      providers: [MetricsService, PlanningPool, SchedulePublisher, OverridesService, JobRegistry, ControlService, IngestService, MaintenanceService, FleetService, DaemonLifecycle],
     };
   }
 }

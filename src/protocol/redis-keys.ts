@@ -56,3 +56,16 @@ export function jobKeys(jobId: string): JobKeys {
     overrides: p + 'overrides',
   };
 }
+
+/**
+ * The fleet view's evidence (docs/fleet.md): one key per job, written by the job's leading replica
+ * with a TTL, and a set indexing them. Every key carries the hash tag `{fleet:view}` (a colon, so
+ * no job id can take it), so that one MGET reads all of them on Redis Cluster; they are small and
+ * bounded (fleet.maxLinksPerJob), so one slot holds them well. The `fleet:` before the tag keeps
+ * them apart from the per-job keys `pipemorph:{<job>}:*`, which tools match by that shape.
+ */
+export const FLEET_INDEX = 'pipemorph:fleet:{fleet:view}:jobs';
+
+export function fleetEvidenceKey(jobId: string): string {
+  return `pipemorph:fleet:{fleet:view}:job:${jobId}`;
+}

@@ -1,21 +1,9 @@
 import { escapeXml } from './escape-xml';
 import { renderHeatStripSvg } from './heat-strip-svg';
 import { JobPageView } from './job-page.type';
+import { PAGE_CSS } from './page-css';
 
-const CSS = `
-body{font-family:Helvetica,Arial,sans-serif;margin:0;background:#f5f7fa;color:#1f2933}
-header{background:#1f2933;color:#fff;padding:14px 24px}
-header h1{margin:0;font-size:20px;font-weight:600}
-header .facts{margin-top:6px;font-size:13px;color:#cbd2d9}
-header .facts span{margin-right:18px}
-main{padding:16px 24px;max-width:1400px}
-section{background:#fff;border:1px solid #e4e7eb;border-radius:6px;padding:12px 16px;margin-bottom:16px;overflow-x:auto}
-h2{font-size:15px;margin:0 0 10px 0}
-table{border-collapse:collapse;font-size:13px}
-th,td{text-align:left;padding:4px 10px;border-bottom:1px solid #e4e7eb;vertical-align:top}
-th{color:#616e7c;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.in-force td{background:#eef6ff;font-weight:600}
+const CSS = `${PAGE_CSS}tr.in-force td{background:#eef6ff;font-weight:600}
 .ok{color:#2e7d32}
 .straggler-list li{color:#c81e1e;margin:2px 0}
 .kind{display:inline-block;font-size:11px;border-radius:3px;padding:1px 6px;background:#fde2e1;color:#a51d1d;margin-right:6px}

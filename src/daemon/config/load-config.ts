@@ -75,6 +75,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   if (typeof http === 'object' && http !== null && !('operatorToken' in http)) http.operatorToken = '';
   // Added with re-balancing (docs/rebalancing.md): an older file gets the shipped defaults.
   if (!('rebalance' in raw)) raw.rebalance = { ...defaults.rebalance };
+  // Added with the fleet view (docs/fleet.md).
+  if (!('fleet' in raw)) raw.fleet = { ...defaults.fleet };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name, ALIASES[name]), `environment ${name}`);

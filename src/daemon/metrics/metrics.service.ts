@@ -103,6 +103,17 @@ export class MetricsService {
   });
   readonly staleRanks = new Gauge({ name: 'pipemorph_stale_ranks', help: 'Reporting ranks silent longer than jobs.staleRankMs.', labelNames: ['job'] as const, registers: [this.registry] });
 
+  // --- fleet view (docs/fleet.md) ---
+  readonly fleetSuspect = new Gauge({
+    name: 'pipemorph_fleet_suspect_confidence',
+    help: 'Confidence (0-1) of each current fleet suspect, by kind (nic, uplink, boundary, node_pair, compute) and target (the node, locality, or pair a|b); the series goes when the suspect clears.',
+    labelNames: ['kind', 'target'] as const,
+    registers: [this.registry],
+  });
+  readonly fleetSuspects = new Gauge({ name: 'pipemorph_fleet_suspects', help: 'Current fleet suspects, by kind.', labelNames: ['kind'] as const, registers: [this.registry] });
+  readonly fleetJobs = new Gauge({ name: 'pipemorph_fleet_jobs', help: 'Jobs whose evidence the fleet view was last computed from (every replica\'s).', registers: [this.registry] });
+  readonly fleetComputed = new Gauge({ name: 'pipemorph_fleet_computed_timestamp_seconds', help: 'When this replica last computed the fleet view (Unix time).', registers: [this.registry] });
+
   // --- control and schedules ---
   readonly decisions = new Counter({
     name: 'pipemorph_decisions_total',

@@ -4,6 +4,7 @@ import { Clock } from '../../core/clock/clock.type';
 import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { ControlService } from '../control/control.service';
+import { FleetService } from '../fleet/fleet.service';
 import { IngestService } from '../ingest/ingest.service';
 import { JobRegistry } from '../jobs/job-registry.service';
 import { PlanningPool } from '../planning/planning-pool.service';
@@ -34,6 +35,7 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     private readonly control: ControlService,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly planning: PlanningPool,
+    private readonly fleet: FleetService,
   ) {}
 
   /**
@@ -64,6 +66,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     if (this.stopping) return;
     this.every(this.config.jobs.discoveryIntervalMs, () => this.registry.discover());
     this.every(TICK_MS, () => this.maintenance.tick());
+    // Its own timer, at its own pace: the fleet view never runs on the report path or in a control step.
+    if (this.config.fleet.enabled) this.every(this.config.fleet.intervalMs, () => this.fleet.refresh());
     this.cron = schedule(this.config.jobs.maintenanceCron, () => this.maintenance.run(), { name: 'pipemorph-maintenance', noOverlap: true });
     this.logger.log(`replica ${this.registry.replicaId} running; ${this.registry.all().length} jobs owned`);
   }

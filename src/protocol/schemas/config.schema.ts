@@ -15,7 +15,8 @@ export const configSchema = {
     "remap",
     "rebalance",
     "handshake",
-    "jobs"
+    "jobs",
+    "fleet"
   ],
   "properties": {
     "redis": {
@@ -608,6 +609,124 @@ export const configSchema = {
         "ownerId": {
           "type": "string",
           "pattern": "^[A-Za-z0-9._:-]{0,128}$"
+        }
+      }
+    },
+    "fleet": {
+      "type": "object",
+      "additionalProperties": false,
+      "description": "The fleet view: evidence every replica records from the jobs it leads, and the suspects (NIC, uplink, boundary, node pair, GPU) localised from all of it (docs/fleet.md). A config file without this section gets the defaults.",
+      "required": [
+        "enabled",
+        "intervalMs",
+        "ttlMs",
+        "maxJobs",
+        "maxLinksPerJob",
+        "minLinkSamples",
+        "minSlowFraction",
+        "nicMinPeers",
+        "nicMinJobs",
+        "peerHealthyFraction",
+        "boundaryMinNodes",
+        "boundaryMinJobs",
+        "insideHealthyFraction",
+        "uplinkMinBoundaries",
+        "pairMinJobs",
+        "computeMinJobs"
+      ],
+      "properties": {
+        "enabled": {
+          "type": "boolean"
+        },
+        "intervalMs": {
+          "type": "integer",
+          "minimum": 100,
+          "maximum": 600000,
+          "description": "how often a replica records its jobs' evidence and recomputes the view"
+        },
+        "ttlMs": {
+          "type": "integer",
+          "minimum": 200,
+          "maximum": 3600000,
+          "description": "how long a job's evidence lives in Redis unless re-written"
+        },
+        "maxJobs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000000,
+          "description": "jobs' evidence read per view (by job id)"
+        },
+        "maxLinksPerJob": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000,
+          "description": "node pairs recorded per job, the slow ones first"
+        },
+        "minLinkSamples": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 100000,
+          "description": "a job's link with fewer samples is still learning and left out"
+        },
+        "minSlowFraction": {
+          "type": "number",
+          "exclusiveMinimum": 0,
+          "maximum": 1,
+          "description": "fraction of a suspect's links (or compute records) that must be slow"
+        },
+        "nicMinPeers": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "NIC: distinct peers slow to the node and healthy elsewhere"
+        },
+        "nicMinJobs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "NIC: distinct jobs slow on the node"
+        },
+        "peerHealthyFraction": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1,
+          "description": "a peer is healthy elsewhere when this fraction of its other links is"
+        },
+        "boundaryMinNodes": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "boundary: distinct slow nodes on each side"
+        },
+        "boundaryMinJobs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "boundary: distinct jobs slow across it"
+        },
+        "insideHealthyFraction": {
+          "type": "number",
+          "minimum": 0,
+          "maximum": 1,
+          "description": "boundary: fraction of the links inside its localities that must be healthy"
+        },
+        "uplinkMinBoundaries": {
+          "type": "integer",
+          "minimum": 2,
+          "maximum": 1000,
+          "description": "a locality on this many suspect boundaries is named as its uplink"
+        },
+        "pairMinJobs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "node pair: distinct jobs slow on it"
+        },
+        "computeMinJobs": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 1000,
+          "description": "compute: distinct jobs that saw the node's GPU slow"
         }
       }
     }
