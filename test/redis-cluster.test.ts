@@ -11,7 +11,7 @@ import { probeRedisMode } from '../src/daemon/redis/redis-mode.util';
 import Redis, { Cluster } from 'ioredis';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { RedisJobStore } from '../src/daemon/store/redis-job-store';
-import { jobKeys } from '../src/protocol/redis-keys';
+import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisCluster } from './support/redis-cluster';
 import { RedisServer } from './support/redis-server';
@@ -109,9 +109,9 @@ it('drives jobs on three masters through the handshake, and again after a master
   console.log(JSON.stringify({ clusterFailover: { recoveredMs, versionBefore: adapted[0].version, versionAfter: after.version } }));
 }, 240000);
 
-/** A node of the cluster that answers (the test above killed a master). */
-async function liveNode(): Promise<string> {
-  for (const server of redisCluster.servers) {
+/** A node of the cluster that answers (the test above killed a master), other than `exceptPort`. */
+async function liveNode(exceptPort?: number): Promise<string> {
+  for (const server of redisCluster.servers.filter((s) => s.port !== exceptPort)) {
     const client = new Redis(server.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     client.on('error', () => undefined);
     try {
@@ -144,5 +144,27 @@ it('twin: the check reads the server: a plain Redis at REDIS_URL is not refused 
     expect(await probeRedisMode({ redis: { url: await liveNode(), cluster: { nodes: [] }, sentinels: [] } } as never)).toMatch(/is a node of a Redis Cluster/);
   } finally {
     await plain.stop();
+  }
+});
+
+it('a daemon that reached a Cluster node anyway (no start-up check in between) is never ready, and its readiness says why (issue 32, item 2)', async () => {
+  // A node that does not serve the registrations stream's slot: the daemon's first command answers MOVED.
+  const slot = Number(await cluster.cluster('KEYSLOT', REGISTRATIONS_STREAM));
+  const owner = (await redisCluster.masterOf(slot)).port;
+  const node = await liveNode(owner);
+  const misconfigured = await startDaemon(testConfig(() => undefined, node));
+  try {
+    let last: { status: number; body: { reason?: string } } = { status: 0, body: {} };
+    // Polled, not timed: the daemon retries its start with back-off, and must never answer 200 meanwhile.
+    for (let k = 0; k < 20; k++) {
+      const response = await fetch(`${misconfigured.url}/health/ready`);
+      last = { status: response.status, body: (await response.json()) as { reason?: string } };
+      expect(last.status).toBe(503);
+      if (/Redis Cluster/.test(last.body.reason ?? '')) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(last.body.reason).toMatch(/^redis\.url \(127\.0\.0\.1:\d+\) is a node of a Redis Cluster \(it answered MOVED\).*set REDIS_CLUSTER_NODES=host:port/);
+  } finally {
+    await misconfigured.app.close();
   }
 });
