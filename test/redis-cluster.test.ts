@@ -70,6 +70,32 @@ it('runs every store operation on one slot: transactions, scripts, per-job reads
   expect(await cluster.pttl(jobKeys(ids[0]).spec)).toBeGreaterThan(0);
 });
 
+it('creates groups and reads their state without a MOVED: no slot-map refresh in steady state (issue 32, item 3)', async () => {
+  const client = redisCluster.client();
+  try {
+    await client.ping(); // the first slot map, fetched at connect
+    let refreshes = 0;
+    client.on('refresh', () => refreshes++);
+    const store = new RedisJobStore(client as unknown as Redis, client as unknown as Redis);
+    const ids = await redisCluster.jobIdsOnDistinctMasters('group-job', 3);
+    for (const jobId of ids) {
+      const stream = jobKeys(jobId).reports;
+      expect(await store.ensureGroup(stream, 'g')).toBe(true);
+      expect(await store.ensureGroup(stream, 'g')).toBe(false); // BUSYGROUP, through the script
+      await store.append(stream, '{}', 100);
+      expect(await store.groupLag(stream, 'g')).toBe(1);
+      expect(await store.delivered(stream, 'g', 10)).toEqual([]);
+    }
+    expect(refreshes).toBe(0);
+    // The twin: the plain commands go to a random master, and its MOVED refreshes the slot map.
+    for (let k = 0; k < 4; k++) for (const jobId of ids) await client.xinfo('GROUPS', jobKeys(jobId).reports);
+    expect(refreshes).toBeGreaterThan(0);
+    for (const jobId of ids) await store.forgetJob(jobId, 1000);
+  } finally {
+    client.disconnect();
+  }
+});
+
 it('drives jobs on three masters through the handshake, and again after a master is killed and its replica promoted', async () => {
   // Jobs whose hash tags land on three different masters.
   const ids = await redisCluster.jobIdsOnDistinctMasters('cluster-job', 3);
