@@ -13,7 +13,7 @@ import Redis, { Cluster } from 'ioredis';
 import { PublishedSchedule } from '../src/protocol/protocol-v1.type';
 import { FleetStore } from '../src/daemon/fleet/fleet-store';
 import { RedisJobStore } from '../src/daemon/store/redis-job-store';
-import { FLEET_INDEX, fleetEvidenceKey, jobKeys } from '../src/protocol/redis-keys';
+import { FLEET_INDEX, fleetEvidenceKey, jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { committedAfter, FakeJob, iterate, waitFor } from './support/fake-job';
 import { RedisCluster } from './support/redis-cluster';
 import { RedisServer } from './support/redis-server';
@@ -82,6 +82,32 @@ it('records and reads the fleet view\'s evidence in one slot (issue 31): one tra
   expect(new Set(await Promise.all(ids.map((id) => slot(jobKeys(id).spec)))).size).toBeGreaterThan(1);
 });
 
+it('creates groups and reads their state without a MOVED: no slot-map refresh in steady state (issue 32, item 3)', async () => {
+  const client = redisCluster.client();
+  try {
+    await client.ping(); // the first slot map, fetched at connect
+    let refreshes = 0;
+    client.on('refresh', () => refreshes++);
+    const store = new RedisJobStore(client as unknown as Redis, client as unknown as Redis);
+    const ids = await redisCluster.jobIdsOnDistinctMasters('group-job', 3);
+    for (const jobId of ids) {
+      const stream = jobKeys(jobId).reports;
+      expect(await store.ensureGroup(stream, 'g')).toBe(true);
+      expect(await store.ensureGroup(stream, 'g')).toBe(false); // BUSYGROUP, through the script
+      await store.append(stream, '{}', 100);
+      expect(await store.groupLag(stream, 'g')).toBe(1);
+      expect(await store.delivered(stream, 'g', 10)).toEqual([]);
+    }
+    expect(refreshes).toBe(0);
+    // The twin: the plain commands go to a random master, and its MOVED refreshes the slot map.
+    for (let k = 0; k < 4; k++) for (const jobId of ids) await client.xinfo('GROUPS', jobKeys(jobId).reports);
+    expect(refreshes).toBeGreaterThan(0);
+    for (const jobId of ids) await store.forgetJob(jobId, 1000);
+  } finally {
+    client.disconnect();
+  }
+});
+
 it('drives jobs on three masters through the handshake, and again after a master is killed and its replica promoted', async () => {
   // Jobs whose hash tags land on three different masters.
   const ids = await redisCluster.jobIdsOnDistinctMasters('cluster-job', 3);
@@ -121,9 +147,9 @@ it('drives jobs on three masters through the handshake, and again after a master
   console.log(JSON.stringify({ clusterFailover: { recoveredMs, versionBefore: adapted[0].version, versionAfter: after.version } }));
 }, 240000);
 
-/** A node of the cluster that answers (the test above killed a master). */
-async function liveNode(): Promise<string> {
-  for (const server of redisCluster.servers) {
+/** A node of the cluster that answers (the test above killed a master), other than `exceptPort`. */
+async function liveNode(exceptPort?: number): Promise<string> {
+  for (const server of redisCluster.servers.filter((s) => s.port !== exceptPort)) {
     const client = new Redis(server.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     client.on('error', () => undefined);
     try {
@@ -156,5 +182,27 @@ it('twin: the check reads the server: a plain Redis at REDIS_URL is not refused 
     expect(await probeRedisMode({ redis: { url: await liveNode(), cluster: { nodes: [] }, sentinels: [] } } as never)).toMatch(/is a node of a Redis Cluster/);
   } finally {
     await plain.stop();
+  }
+});
+
+it('a daemon that reached a Cluster node anyway (no start-up check in between) is never ready, and its readiness says why (issue 32, item 2)', async () => {
+  // A node that does not serve the registrations stream's slot: the daemon's first command answers MOVED.
+  const slot = Number(await cluster.cluster('KEYSLOT', REGISTRATIONS_STREAM));
+  const owner = (await redisCluster.masterOf(slot)).port;
+  const node = await liveNode(owner);
+  const misconfigured = await startDaemon(testConfig(() => undefined, node));
+  try {
+    let last: { status: number; body: { reason?: string } } = { status: 0, body: {} };
+    // Polled, not timed: the daemon retries its start with back-off, and must never answer 200 meanwhile.
+    for (let k = 0; k < 20; k++) {
+      const response = await fetch(`${misconfigured.url}/health/ready`);
+      last = { status: response.status, body: (await response.json()) as { reason?: string } };
+      expect(last.status).toBe(503);
+      if (/Redis Cluster/.test(last.body.reason ?? '')) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(last.body.reason).toMatch(/^redis\.url \(127\.0\.0\.1:\d+\) is a node of a Redis Cluster \(it answered MOVED\).*set REDIS_CLUSTER_NODES=host:port/);
+  } finally {
+    await misconfigured.app.close();
   }
 });

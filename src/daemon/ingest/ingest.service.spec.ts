@@ -1,4 +1,4 @@
-import { HttpException } from '@nestjs/common';
+import { HttpException, Logger } from '@nestjs/common';
 import { jobKeys, REGISTRATIONS_STREAM } from '../../protocol/redis-keys';
 import { ingestPass, metricValue, registeredJob, registration, reportIteration, runIterations, serviceHarness, ServiceHarness, settle } from '../../../test/support/service-harness';
 
@@ -148,6 +148,33 @@ describe('IngestService', () => {
     await settle();
     expect((await readiness(h)).status).toBe(200);
     await stop(h);
+  });
+
+  it('is unready at the first pass that gets a Cluster reply (MOVED), says so once in one line with what to set, and is ready once reads succeed (issue 32, item 2)', async () => {
+    const h = serviceHarness();
+    const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      await h.ingest.start();
+      await settle();
+      const moved = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new Error('MOVED 4913 127.0.0.1:7001')] });
+      h.store.failNext('readNew', moved, Number.POSITIVE_INFINITY);
+      h.clock.advance(500);
+      await settle();
+      // One pass is enough: this reply never heals by retrying (the twin, a blip of another kind, stays ready above).
+      expect(await readiness(h)).toEqual({ status: 503, body: { status: 'unavailable', redis: true, ingest: false, reason: expect.stringMatching(/is a node of a Redis Cluster \(it answered MOVED\).*set REDIS_CLUSTER_NODES=host:port/) } });
+      for (let t = 0; t < 3; t++) {
+        h.clock.advance(500);
+        await settle();
+      }
+      expect(errors.mock.calls.filter(([line]) => /is a node of a Redis Cluster/.test(String(line)))).toHaveLength(1);
+      h.store.clearFaults();
+      h.clock.advance(500);
+      await settle();
+      expect((await readiness(h)).status).toBe(200);
+      await stop(h);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it('answers 503 on readiness while Redis does not answer, and before the loop runs', async () => {

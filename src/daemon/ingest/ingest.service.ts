@@ -13,6 +13,7 @@ import { JobRuntime, toObservation } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore, StreamEntry } from '../store/job-store.repository';
+import { clusterReplyMisconfiguration } from '../redis/redis-mode.util';
 import { inSpan } from '../tracing/tracer';
 
 /** How long a stream that cannot be read or repaired is skipped before it is tried again. */
@@ -47,6 +48,8 @@ export class IngestService {
   /** Ingest passes that failed in a row, and the newest failure's first line. */
   private failedPasses = 0;
   private lastFailure = '';
+  /** The line that says REDIS_URL names a Cluster node, while the newest pass got such a reply (MOVED, CROSSSLOT). */
+  private clusterMisconfigured: string | null = null;
   /** When the loop last completed a pass (read and processed), for liveness. */
   private lastPassAt: number;
   /** Streams that cannot be read or repaired (e.g. a key of another type): skipped until the time given, so other jobs go on. */
@@ -85,11 +88,12 @@ export class IngestService {
    * MOVED and EXECABORT) can lead no job, and must not be taken for ready (issue 32, item 2).
    */
   get healthy(): boolean {
-    return this.running && this.failedPasses < FAILED_PASSES_UNREADY && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
+    return this.running && this.clusterMisconfigured === null && this.failedPasses < FAILED_PASSES_UNREADY && this.clock.now() - this.lastBatchAt < Math.max(5000, 4 * this.config.ingest.blockMs);
   }
 
   /** Why the loop is not ready, for /health/ready; null when it is. */
   get unreadyReason(): string | null {
+    if (this.clusterMisconfigured !== null) return this.clusterMisconfigured;
     if (!this.running) return 'ingest loop not running';
     if (this.failedPasses >= FAILED_PASSES_UNREADY) return `the last ${this.failedPasses} ingest passes failed: ${this.lastFailure}`;
     if (!this.healthy) return 'no ingest pass completed recently';
@@ -107,7 +111,13 @@ export class IngestService {
 
   async start(): Promise<void> {
     if (this.running) return;
-    await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
+    try {
+      await this.store.ensureGroup(REGISTRATIONS_STREAM, this.config.ingest.consumerGroup);
+    } catch (error) {
+      // The lifecycle retries the start for ever; a Cluster node's MOVED must be said for what it is.
+      this.noteClusterReply(clusterReplyMisconfiguration(error as Error, this.config));
+      throw error;
+    }
     this.running = true;
     this.lastBatchAt = this.clock.now();
     this.lastPassAt = this.lastBatchAt;
@@ -136,6 +146,7 @@ export class IngestService {
         const streams = [REGISTRATIONS_STREAM, ...this.registry.reportStreams().filter((s) => (this.quarantined.get(s) ?? 0) <= now)];
         const { consumerGroup, batchSize, blockMs } = this.config.ingest;
         const { batches, failed } = await this.store.readNew(streams, consumerGroup, this.consumer, batchSize, blockMs);
+        this.noteClusterReply(failed.map((f) => clusterReplyMisconfiguration(f.error, this.config)).find((line) => line !== null) ?? null);
         if (failed.length > 0) {
           // Only the failing streams are repaired or set aside; the others' entries are processed below.
           this.metrics.ingestErrors.inc();
@@ -156,10 +167,22 @@ export class IngestService {
         this.metrics.ingestErrors.inc();
         this.failedPasses++;
         this.lastFailure = (error as Error).message.split('\n')[0];
+        const misconfigured = clusterReplyMisconfiguration(error as Error, this.config);
+        if (misconfigured !== null) this.noteClusterReply(misconfigured);
         this.logger.error(`ingest pass failed: ${(error as Error).message}`);
         await sleep(this.clock, 500);
       }
     }
+  }
+
+  /**
+   * A Cluster node's reply (MOVED on a job's stream, EXECABORT of a transaction across slots) never
+   * heals by retrying: the replica is unready while its reads get them, and says why in one line,
+   * once, not at every pass (issue 32, item 2: a server swapped under a running daemon).
+   */
+  private noteClusterReply(line: string | null): void {
+    if (line !== null && this.clusterMisconfigured === null) this.logger.error(line);
+    this.clusterMisconfigured = line;
   }
 
   /**

@@ -7,6 +7,7 @@ import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JOB_STORE } from '../store/job-store.repository';
 import { RedisJobStore } from '../store/redis-job-store';
+import { clusterMisconfiguration } from './redis-mode.util';
 import { redactSecrets } from './redact-secrets.util';
 
 export const REDIS_COMMANDS = Symbol('REDIS_COMMANDS');
@@ -56,6 +57,16 @@ function connect(config: PipemorphConfig, name: string, clock: Clock): Redis {
     client = new Redis({ ...common, ...credentials, sentinels: hostPorts(sentinels), name: config.redis.sentinelName, db: Number(url.pathname.slice(1)) || 0 });
   } else {
     client = new Redis(config.redis.url, common);
+    // Start-up refused a Cluster node (main.ts); a connection made again may reach one (a server
+    // replaced under the daemon): said once per connection, on the commands connection only.
+    if (name === 'commands') {
+      client.on('ready', () => {
+        client.info('cluster').then((info) => {
+          const line = clusterMisconfiguration(info, config);
+          if (line) logger.error(line);
+        }, () => undefined);
+      });
+    }
   }
   // Without a listener ioredis prints every error with its command, AUTH arguments included.
   let lastLogged = 0;

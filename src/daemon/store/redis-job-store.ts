@@ -20,7 +20,19 @@ function messageOf(fields: string[] | null): string | null {
   return null;
 }
 
+/**
+ * XGROUP CREATE and XINFO GROUPS as one-key scripts, for a cluster only: ioredis knows no key
+ * position for XGROUP or XINFO (their first argument is a subcommand), so it sends them to a random
+ * master, which answers MOVED two times in three, and every MOVED makes the client fetch the whole
+ * slot map again (a new connection, CLUSTER SLOTS, 16,384 slots rewritten): 17% of a replica's
+ * event-loop CPU in a profile of bench:scale-out (docs/benchmarks.md). A script names its key.
+ */
+const CREATE_GROUP = `return redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')`;
+const GROUPS_INFO = `return redis.call('XINFO', 'GROUPS', KEYS[1])`;
+
 interface ScriptedRedis extends Redis {
+  pmCreateGroup(stream: string, group: string): Promise<string>;
+  pmGroupsInfo(stream: string): Promise<unknown>;
   pmNextVersion(epochKey: string, versionKey: string, epoch: number, floor: number): Promise<number>;
   pmBumpEpoch(epochKey: string, floor: number): Promise<number>;
   pmRetakeEpoch(ownerKey: string, epochKey: string, owner: string, ttlMs: number, epoch: number, floor: number): Promise<number>;
@@ -62,6 +74,8 @@ export class RedisJobStore implements JobStore {
     define('pmReleaseLease', 1, RELEASE_LEASE);
     define('pmReplicaHeartbeat', 1, REPLICA_HEARTBEAT);
     define('pmReplaceOverrides', 1, REPLACE_OVERRIDES);
+    define('pmCreateGroup', 1, CREATE_GROUP);
+    define('pmGroupsInfo', 1, GROUPS_INFO);
   }
 
   async ping(): Promise<boolean> {
@@ -75,7 +89,8 @@ export class RedisJobStore implements JobStore {
   async ensureGroup(stream: string, group: string): Promise<boolean> {
     try {
       // From 0: entries written before the daemon knew the stream are processed too.
-      await this.redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
+      if (this.cluster) await this.redis.pmCreateGroup(stream, group);
+      else await this.redis.xgroup('CREATE', stream, group, '0', 'MKSTREAM');
       return true;
     } catch (error) {
       if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
@@ -130,7 +145,7 @@ export class RedisJobStore implements JobStore {
   }
 
   async delivered(stream: string, group: string, maxEntries: number): Promise<StreamEntry[]> {
-    const groups = (await this.redis.xinfo('GROUPS', stream)) as Array<Array<string | number>>;
+    const groups = (await this.groupsInfo(stream)) as Array<Array<string | number>>;
     const info = groups.find((g) => g[g.indexOf('name') + 1] === group);
     const last = info ? String(info[info.indexOf('last-delivered-id') + 1]) : '0-0';
     if (last === '0-0') return [];
@@ -141,9 +156,13 @@ export class RedisJobStore implements JobStore {
     return entries.reverse().map(([id, fields]) => ({ id, message: messageOf(fields) }));
   }
 
+  private groupsInfo(stream: string): Promise<unknown> {
+    return this.cluster ? this.redis.pmGroupsInfo(stream) : this.redis.xinfo('GROUPS', stream);
+  }
+
   async groupLag(stream: string, group: string): Promise<number> {
     try {
-      const groups = (await this.redis.xinfo('GROUPS', stream)) as Array<Array<string | number | null>>;
+      const groups = (await this.groupsInfo(stream)) as Array<Array<string | number | null>>;
       const info = groups.find((g) => g[g.indexOf('name') + 1] === group);
       return info ? Number(info[info.indexOf('lag') + 1] ?? 0) : 0;
     } catch {

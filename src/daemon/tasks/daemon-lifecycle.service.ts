@@ -8,6 +8,7 @@ import { FleetService } from '../fleet/fleet.service';
 import { IngestService } from '../ingest/ingest.service';
 import { JobRegistry } from '../jobs/job-registry.service';
 import { PlanningPool } from '../planning/planning-pool.service';
+import { clusterReplyMisconfiguration } from '../redis/redis-mode.util';
 import { MaintenanceService } from './maintenance.service';
 
 const TICK_MS = 100;
@@ -57,7 +58,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
         break;
       } catch (error) {
         // The message never carries credentials (ioredis errors name host and port only; see redis.module.ts).
-        this.logger.warn(`cannot reach Redis yet (attempt ${attempt + 1}: ${(error as Error).message}); retrying in ${delay} ms`);
+        // A Cluster node's MOVED is no outage: IngestService said what it is, once (issue 32, item 2).
+        if (clusterReplyMisconfiguration(error as Error, this.config) === null) this.logger.warn(`cannot reach Redis yet (attempt ${attempt + 1}: ${(error as Error).message}); retrying in ${delay} ms`);
         await new Promise<void>((resolve) => {
           this.retryTimer = this.clock.setTimeout(resolve, delay);
         });
