@@ -16,14 +16,23 @@ function sources(dir: string): string[] {
   });
 }
 
+/**
+ * The relative specifiers a TypeScript source imports or re-exports, side-effect imports included
+ * (`import './x'` runs `./x` first as surely as a named import, so a cycle or a layer crossed through it
+ * is one all the same), in either quote.
+ */
+export function relativeImports(text: string): string[] {
+  return [...text.matchAll(/^(?:(?:import|export)[^'";]*?\bfrom\s*|import\s+)['"](\.[^'"]+)['"]/gm)].map((m) => m[1]);
+}
+
 /** Every file under `root`/`dir` with the files it imports, paths relative to `root`. */
 export function importGraph(root: string, dir: string): ImportGraph {
   const graph: ImportGraph = new Map();
   for (const file of sources(join(root, dir))) {
     const text = readFileSync(file, 'utf8');
     const deps: string[] = [];
-    for (const m of text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'/gm)) {
-      const target = normalize(join(dirname(file), m[1]));
+    for (const spec of relativeImports(text)) {
+      const target = normalize(join(dirname(file), spec));
       const resolved = [`${target}.ts`, join(target, 'index.ts')].find((p) => existsSync(p));
       if (resolved) deps.push(relative(root, resolved));
     }
@@ -71,8 +80,8 @@ export function importClosure(root: string, entries: string[]): string[] {
     seen.add(file);
     if (!file.endsWith('.ts')) continue;
     const text = readFileSync(join(root, file), 'utf8');
-    for (const m of text.matchAll(/^(?:import|export)[^'"]*from '(\.[^']+)'/gm)) {
-      const target = normalize(join(dirname(join(root, file)), m[1]));
+    for (const spec of relativeImports(text)) {
+      const target = normalize(join(dirname(join(root, file)), spec));
       const resolved = [`${target}.ts`, join(target, 'index.ts'), target].find((p) => existsSync(p) && !p.endsWith('/'));
       if (resolved && (resolved.endsWith('.ts') || resolved.endsWith('.json'))) pending.push(relative(root, resolved));
     }
