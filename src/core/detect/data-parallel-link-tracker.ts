@@ -1,6 +1,8 @@
+import { ChanceRuns } from './chance-runs';
 import { DetectorConfig } from './detector-config.type';
 import { DataParallelLinkState, LinkError, LinkObservation } from './detection.type';
 import { Hysteresis } from './hysteresis';
+import { LearnedBaseline } from './learned-baseline';
 import { medianInPlace } from './median-select';
 import { NominalNetwork } from './pipeline-link-tracker';
 import { SlidingWindow } from './sliding-window';
@@ -16,20 +18,24 @@ class DataParallelLink {
   observations = 0;
   nicFailure = false;
   lastError: LinkError = null;
-  /** Lowest window median once the window is warm: the link's own healthy level. */
-  learned = Number.NaN;
+  /** The link's own healthy level once the window is warm (a low quantile of healthy window medians). */
+  readonly learned = new LearnedBaseline();
   /** Latency plus one message at nominal bandwidth, ms (NaN without a nominal network). */
   nominal = Number.NaN;
   /** Became a straggler while flagging was suspended: not reported as one. */
   suppressed = false;
+  /** Bad and severe samples in a row (the runs ChanceRuns counts when they end by chance). */
+  badStreak = 0;
+  severeStreak = 0;
 
   constructor(
     readonly from: number,
     readonly to: number,
     config: DetectorConfig,
+    chance: ChanceRuns,
   ) {
     this.window = new SlidingWindow(config.windowSize);
-    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter);
+    this.hysteresis = new Hysteresis(chance.badRunNeeded, config.leaveAfter, chance.severeRunNeeded);
   }
 }
 
@@ -52,6 +58,7 @@ export class DataParallelLinkTracker {
   private sinceRefresh = 0;
   private active = 0;
   private suspended = false;
+  private readonly chance: ChanceRuns;
 
   constructor(
     private config: DetectorConfig,
@@ -60,6 +67,12 @@ export class DataParallelLinkTracker {
     private readonly network: NominalNetwork | null = null,
   ) {
     this.outgoing = Array.from({ length: rankOf.length }, () => []);
+    this.chance = new ChanceRuns(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+  }
+
+  /** Bad samples in a row that make a straggler now (enterAfter, raised on a noisy job: ChanceRuns). */
+  get enterAfterNow(): number {
+    return this.chance.badRunNeeded;
   }
 
   get activeCount(): number {
@@ -92,13 +105,23 @@ export class DataParallelLinkTracker {
     if (sample.medianMs >= 0 && sample.medianMs < Infinity) {
       link.window.add(sample.medianMs);
       if (link.window.size >= this.config.baselineWarmup) {
-        const m = link.window.median();
-        if (!(m >= link.learned)) link.learned = m;
+        const level = link.learned.ms;
+        const band = Math.max(this.config.minExtraMs, this.config.dpMinExtraMs);
+        link.learned.observe(link.window.median(), Math.max(level + band, this.config.dpSlowRatio * level), band);
       }
     }
     if (++this.sinceRefresh >= this.refreshInterval()) this.refresh();
-    // Like pipeline links: each sample (already a median over the iteration's chunks) is judged, and hysteresis asks for K in a row.
-    const flipped = link.hysteresis.update(sample.error === 'timeout' || this.isBad(link, sample.medianMs));
+    // Like pipeline links: each sample (already a median over the iteration's chunks) is judged, and
+    // hysteresis asks for K in a row, K as long as the job's own chance runs ask (ChanceRuns).
+    const bad = sample.error === 'timeout' || this.isBad(link, sample.medianMs);
+    const severe = bad && sample.medianMs - this.reference(link) >= this.config.severeExtraMs;
+    const endedBad = bad ? 0 : link.badStreak;
+    const endedSevere = severe ? 0 : link.severeStreak;
+    link.badStreak = bad ? link.badStreak + 1 : 0;
+    link.severeStreak = severe ? link.severeStreak + 1 : 0;
+    const wasActive = link.hysteresis.active;
+    const flipped = link.hysteresis.update(bad, severe);
+    if (!wasActive && this.chance.count(endedBad, endedSevere, this.all.length)) this.applyRuns();
     let changed = false;
     if (flipped && link.hysteresis.active && this.suspended) link.suppressed = true;
     else if (flipped && !link.hysteresis.active && link.suppressed) link.suppressed = false;
@@ -119,10 +142,13 @@ export class DataParallelLinkTracker {
    */
   reconfigure(config: DetectorConfig): void {
     this.config = config;
-    for (const link of this.all) {
-      link.window.resize(config.windowSize);
-      link.hysteresis.reconfigure(config.enterAfter, config.leaveAfter);
-    }
+    this.chance.reconfigure(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    for (const link of this.all) link.window.resize(config.windowSize);
+    this.applyRuns();
+  }
+
+  private applyRuns(): void {
+    for (const link of this.all) link.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, this.chance.severeRunNeeded);
   }
 
   /** Suspends or resumes flagging (PipelineLinkTracker.suspend); true when what is reported changed. */
@@ -191,16 +217,20 @@ export class DataParallelLinkTracker {
 
   /**
    * The healthy level a link is judged against: the lower of its peers' median and its own healthy
-   * level (NaN if neither is known). Its own level is its learned baseline; the nominal network
-   * stands in before one is learned, or when the learned one sits a straggler's size above it (the
-   * ring was slow from its first sample: a slow boundary every ring crosses). A nominal a little
-   * optimistic so leaves no standing extra delay (issue 29).
+   * level (NaN if neither is known). Its own level is its learned baseline, or the nominal network
+   * when the learned one sits a straggler's size above it (the ring was slow from its first sample: a
+   * slow boundary every ring crosses). A nominal a little optimistic so leaves no standing extra
+   * delay (issue 29). Before its own level is learned the nominal stands in only where no peers
+   * answer: a registration's promise is not a measurement, and against a nominal 7x below what the
+   * rings ran, an outside job's noisy first iterations read as +5 ms stragglers and were re-mapped at
+   * iteration 5 (the peers, running alike, said they were healthy).
    */
   private reference(link: DataParallelLink): number {
     const slack = Math.min(this.config.delegationThresholdMs, this.config.severeExtraMs, this.config.dpMinExtraMs);
-    const own = link.learned !== link.learned || link.learned > link.nominal + slack ? link.nominal : link.learned;
+    const learned = link.learned.ms;
     const peers = this.peerCount >= MIN_PEERS ? this.peerMedian : Number.NaN;
-    if (own !== own) return peers;
+    if (learned !== learned) return peers === peers ? peers : link.nominal;
+    const own = link.learned.lowestMs > link.nominal + slack ? link.nominal : learned;
     return peers < own ? peers : own;
   }
 
@@ -212,7 +242,7 @@ export class DataParallelLinkTracker {
   private find(from: number, to: number): DataParallelLink {
     const list = this.outgoing[from];
     for (let i = 0; i < list.length; i++) if (list[i].to === to) return list[i];
-    const link = new DataParallelLink(from, to, this.config);
+    const link = new DataParallelLink(from, to, this.config, this.chance);
     const toRank = this.rankOf[to];
     let i = list.length;
     list.push(link);

@@ -1,3 +1,4 @@
+import { LearnedBaseline } from './learned-baseline';
 import { SlidingWindow } from './sliding-window';
 
 export interface LinkEstimatorOptions {
@@ -15,13 +16,20 @@ export interface LinkEstimatorOptions {
    * answers instead. Default Infinity: the learned baseline always.
    */
   learnedSlackMs?: number;
+  /**
+   * The smallest extra delay that makes a straggler, ms (detection.minExtraMs): a window that far
+   * above the learned level is not evidence of the healthy level (LearnedBaseline). Default
+   * Infinity: every window is.
+   */
+  stragglerMs?: number;
 }
 
 /**
  * Transfer-time statistics of one link direction: a sliding median (robust level), a fast EWMA
- * (trend), and a healthy baseline. The learned baseline is the lowest window median seen after
- * warm-up: a straggler that lasts for many windows never becomes the new normal, and a single fast
- * outlier cannot pull it down because it is a median. The registered nominal time only stands in
+ * (trend), and a healthy baseline. The learned baseline is a low quantile of the healthy window
+ * medians after warm-up (LearnedBaseline): a straggler that lasts for many windows never becomes
+ * the new normal, a single fast outlier cannot pull it down because it is a median, and noisy
+ * medians do not drag it down as the job runs (the lowest median ever seen did). The registered nominal time only stands in
  * before a baseline is learned, or when the learned one sits more than learnedSlackMs above it (a
  * link slow from its first sample): a registration that is a little optimistic must not leave every
  * link reading a standing extra delay (issue 29). The nominal can be calibrated by an offset (what
@@ -37,7 +45,8 @@ export class LinkEstimator {
   private count = 0;
   private last = Number.NaN;
   private ewma = Number.NaN;
-  private learned = Number.NaN;
+  private readonly learned = new LearnedBaseline();
+  private stragglerMs: number;
 
   constructor(options: LinkEstimatorOptions) {
     if (!(options.ewmaAlpha > 0 && options.ewmaAlpha <= 1)) throw new RangeError(`ewmaAlpha must be in (0, 1], got ${options.ewmaAlpha}`);
@@ -46,6 +55,7 @@ export class LinkEstimator {
     this.warmup = Math.max(1, options.baselineWarmup);
     this.nominal = options.nominalMs !== undefined && Number.isFinite(options.nominalMs) ? options.nominalMs : Number.NaN;
     this.slack = options.learnedSlackMs !== undefined && options.learnedSlackMs >= 0 ? options.learnedSlackMs : Infinity;
+    this.stragglerMs = options.stragglerMs !== undefined && options.stragglerMs >= 0 ? options.stragglerMs : Infinity;
   }
 
   /** The registered nominal time, NaN without one. */
@@ -53,9 +63,9 @@ export class LinkEstimator {
     return this.nominal;
   }
 
-  /** The lowest window median learned so far, NaN before warm-up. */
+  /** The healthy level learned so far (a low quantile of healthy window medians), NaN before warm-up. */
   get learnedMs(): number {
-    return this.learned;
+    return this.learned.ms;
   }
 
   /** What the links of the job run over their nominal time (ms): the nominal stands in as nominal + offset. */
@@ -73,6 +83,7 @@ export class LinkEstimator {
     this.alpha = options.ewmaAlpha;
     this.warmup = Math.max(1, options.baselineWarmup);
     if (options.learnedSlackMs !== undefined && options.learnedSlackMs >= 0) this.slack = options.learnedSlackMs;
+    if (options.stragglerMs !== undefined && options.stragglerMs >= 0) this.stragglerMs = options.stragglerMs;
   }
 
   /** The samples in the window, oldest first. */
@@ -88,8 +99,7 @@ export class LinkEstimator {
     this.last = sampleMs;
     this.ewma = this.count === 1 ? sampleMs : this.ewma + this.alpha * (sampleMs - this.ewma);
     if (this.count >= this.warmup) {
-      const m = this.window.median();
-      if (!(m >= this.learned)) this.learned = m; // also replaces the initial NaN
+      this.learned.observe(this.window.median(), this.learned.ms + this.stragglerMs, this.stragglerMs);
     }
   }
 
@@ -112,8 +122,9 @@ export class LinkEstimator {
 
   baselineMs(): number {
     const nominal = this.nominal + this.offset;
-    if (this.learned !== this.learned) return nominal;
-    return this.learned > nominal + this.slack ? nominal : this.learned;
+    const learned = this.learned.ms;
+    if (learned !== learned) return nominal;
+    return this.learned.lowestMs > nominal + this.slack ? nominal : learned;
   }
 
   extraMs(): number {

@@ -1,5 +1,6 @@
 import { DetectorConfig } from './detector-config.type';
 import { LinkError, LinkObservation, PipelineLinkState, PipelineStragglerReason } from './detection.type';
+import { ChanceRuns } from './chance-runs';
 import { Hysteresis } from './hysteresis';
 import { LinkEstimator } from './link-estimator';
 import { medianInPlace } from './median-select';
@@ -32,9 +33,9 @@ class Direction {
   /** Became a straggler while flagging was suspended (JobDetector.suspend): not reported as one. */
   suppressed = false;
 
-  constructor(config: DetectorConfig, nominalMs: number | undefined, severeEnter: number) {
-    this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs, learnedSlackMs: learnedSlackMs(config) });
-    this.hysteresis = new Hysteresis(config.enterAfter, config.leaveAfter, severeEnter);
+  constructor(config: DetectorConfig, nominalMs: number | undefined, enter: number, severeEnter: number) {
+    this.estimator = new LinkEstimator({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, nominalMs, learnedSlackMs: learnedSlackMs(config), stragglerMs: config.minExtraMs });
+    this.hysteresis = new Hysteresis(enter, config.leaveAfter, severeEnter);
   }
 
   /** A straggler as reported: active and not held back by a suspension. */
@@ -42,9 +43,9 @@ class Direction {
     return this.hysteresis.active && !this.suppressed;
   }
 
-  reconfigure(config: DetectorConfig, severeEnter: number): void {
-    this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, learnedSlackMs: learnedSlackMs(config) });
-    this.hysteresis.reconfigure(config.enterAfter, config.leaveAfter, severeEnter);
+  reconfigure(config: DetectorConfig, enter: number, severeEnter: number): void {
+    this.estimator.reconfigure({ windowSize: config.windowSize, ewmaAlpha: config.ewmaAlpha, baselineWarmup: config.baselineWarmup, learnedSlackMs: learnedSlackMs(config), stragglerMs: config.minExtraMs });
+    this.hysteresis.reconfigure(enter, config.leaveAfter, severeEnter);
   }
 
   /**
@@ -120,6 +121,8 @@ export class PipelineLinkTracker {
   private rateRead = 0;
   /** Severe samples in a row that make a straggler now (severeEnterAfter, raised by the tail rate). */
   private severeEnter: number;
+  /** Bad samples in a row that make a straggler now: enterAfter, raised on a noisy job (ChanceRuns). */
+  private readonly chance: ChanceRuns;
 
   constructor(
     private config: DetectorConfig,
@@ -133,6 +136,7 @@ export class PipelineLinkTracker {
     this.tolerance = new Float64Array(this.links * dpSize).fill(Infinity);
     this.activeDirections = new Uint8Array(this.links * dpSize);
     this.severeEnter = this.severeEnterFor(0);
+    this.chance = new ChanceRuns(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
   }
 
   /** Severe samples in a row that make a pipeline straggler at present (see DetectorConfig.severeChanceRate). */
@@ -167,7 +171,7 @@ export class PipelineLinkTracker {
     const slot = 2 * li + direction;
     let d = this.directions[slot];
     if (d === undefined) {
-      d = new Direction(this.config, this.nominalMs(sample.bytes), this.severeEnter);
+      d = new Direction(this.config, this.nominalMs(sample.bytes), this.chance.badRunNeeded, this.severeEnter);
       d.estimator.calibrate(this.nominalOffset);
       this.directions[slot] = d;
       this.tracked++;
@@ -191,6 +195,7 @@ export class PipelineLinkTracker {
       // One that does make one is an onset, and says nothing of the tail (a job whose links often
       // turn slow must not be taken for a heavy-tailed one).
       const endedRun = severe ? 0 : d.severeRun;
+      const endedBad = bad ? 0 : d.badRun;
       d.severeRun = severe ? d.severeRun + 1 : 0;
       d.badRun = bad ? d.badRun + 1 : 0;
       // A run of bad samples whose median is severe is a severe straggler: it needs the severe run the
@@ -199,7 +204,10 @@ export class PipelineLinkTracker {
       const sizedSevere = bad && d.severeRun < this.severeEnter && d.estimator.recentExtraMs(Math.min(this.config.enterAfter, d.badRun)) >= this.config.severeExtraMs;
       const wasActive = d.hysteresis.active;
       flipped = d.hysteresis.update(bad, severe, !sizedSevere);
-      if (!wasActive) this.countTail(flipped ? 0 : endedRun);
+      if (!wasActive) {
+        this.countTail(flipped ? 0 : endedRun);
+        if (this.chance.count(endedBad, 0, 2 * this.links * this.dpSize)) this.applyRuns();
+      }
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (flipped && d.hysteresis.active) d.entryRun = Math.min(this.config.enterAfter, d.badRun);
       if (d.nicFailure && !d.hysteresis.active) {
@@ -236,7 +244,17 @@ export class PipelineLinkTracker {
   reconfigure(config: DetectorConfig): void {
     this.config = config;
     this.severeEnter = this.severeEnterFor(this.rateRead);
-    for (const d of this.directions) d?.reconfigure(config, this.severeEnter);
+    this.chance.reconfigure(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    for (const d of this.directions) d?.reconfigure(config, this.chance.badRunNeeded, this.severeEnter);
+  }
+
+  private applyRuns(): void {
+    for (const d of this.directions) d?.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, this.severeEnter);
+  }
+
+  /** Bad samples in a row that make a straggler now (enterAfter, raised on a noisy job: ChanceRuns). */
+  get enterAfterNow(): number {
+    return this.chance.badRunNeeded;
   }
 
   /**
@@ -260,7 +278,7 @@ export class PipelineLinkTracker {
     const k = this.severeEnterFor(this.rateRead);
     if (k === this.severeEnter) return;
     this.severeEnter = k;
-    for (const d of this.directions) d?.hysteresis.reconfigure(this.config.enterAfter, this.config.leaveAfter, k);
+    for (const d of this.directions) d?.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, k);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { DetectorConfig } from './detector-config.type';
 import { RankComputeState } from './detection.type';
 import { Hysteresis } from './hysteresis';
+import { LearnedBaseline } from './learned-baseline';
 import { SlidingWindow } from './sliding-window';
 
 class RankCompute {
@@ -10,8 +11,8 @@ class RankCompute {
   readonly w: SlidingWindow;
   readonly hysteresis: Hysteresis;
   samples = 0;
-  /** Lowest window median of f+b+w after warm-up (NaN before). */
-  learned = Number.NaN;
+  /** Healthy level of f+b+w after warm-up (LearnedBaseline; NaN before). */
+  readonly learned = new LearnedBaseline();
   /** Became a straggler while flagging was suspended: not reported as one. */
   suppressed = false;
 
@@ -75,7 +76,10 @@ export class RankComputeTracker {
     r.w.add(w);
     r.samples++;
     const median = r.total.median();
-    if (r.samples >= this.config.baselineWarmup && !(median >= r.learned)) r.learned = median;
+    if (r.samples >= this.config.baselineWarmup) {
+      const level = r.learned.ms;
+      r.learned.observe(median, this.config.computeSlowRatio * level, (this.config.computeSlowRatio - 1) * level);
+    }
     const pp = this.ppOf[i];
     if (this.dpSize >= 2 && ++this.sinceRefresh[pp] >= this.members[pp].length) this.refreshStage(pp);
     const reference = this.reference(i, r);
@@ -162,7 +166,7 @@ export class RankComputeTracker {
   }
 
   private reference(i: number, r: RankCompute): number {
-    if (this.dpSize < 2) return r.learned;
+    if (this.dpSize < 2) return r.learned.ms;
     const pp = this.ppOf[i];
     const s = this.sorted[pp];
     const n = this.sortedCount[pp];
