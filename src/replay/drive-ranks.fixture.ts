@@ -1,3 +1,4 @@
+import { ControlDecision } from '../core/control/control-decision.type';
 import { DecisionRecord } from '../core/control/decision-record.type';
 import { DetectionSnapshot } from '../core/detect/detection.type';
 import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
@@ -9,6 +10,8 @@ import { REPLAY_EPOCH_MS } from './run-scenario';
 export interface OutsideRanks {
   registration(): Registration;
   reports(iteration: number, version: number): RankReport[];
+  /** Called when a switch takes effect (closed-loop ranks: a re-balance changes the layers each rank computes). */
+  switchedTo?(decision: ControlDecision): void;
 }
 
 export interface DrivenRun {
@@ -40,6 +43,7 @@ export function driveRanks(ranks: OutsideRanks, iterations: number, config: Pipe
   for (let t = 0; t < iterations; t++) {
     const now = REPLAY_EPOCH_MS + (t + 1) * msPerIteration;
     const inForce = [...switches].reverse().find((s) => s.effectiveIteration <= t);
+    for (const s of switches) if (s.effectiveIteration === t) ranks.switchedTo?.(s.decision);
     for (const r of ranks.reports(t, inForce?.version ?? 1)) replay.observe(r, now);
     const s = replay.endIteration(now);
     if (s) switches.push(s);

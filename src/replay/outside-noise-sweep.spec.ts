@@ -27,6 +27,19 @@ describe('decisions on lognormal noise (issue 29, an outside sweep)', () => {
     expect(switches.map((s) => `${s.decision.kind}@${s.record.iteration}: ${s.record.reason}`)).toEqual([]);
   });
 
+  it('a rank 1.5x slower on sigma 0.6 is re-balanced within 20 iterations of its onset, and the new split holds', () => {
+    const ONSET = 400;
+    const ranks = new LognormalRanks('compute', 4, 0.6);
+    ranks.computeFactor = (t, rank) => (rank === 2 && t >= ONSET ? 1.5 : 1);
+    const switches = drive(ranks, ONSET + 60);
+    const reaction = switches.find((s) => s.record.iteration >= ONSET);
+    expect(reaction?.decision.kind).toBe('rebalance');
+    expect(reaction!.effectiveIteration - ONSET).toBeLessThanOrEqual(20);
+    // Stage 2 gives layers away; at most one more re-balance refines it.
+    expect(reaction!.decision.layers!.perStage[2]).toBeLessThan(6);
+    expect(switches.filter((s) => s.decision.kind === 'rebalance').length).toBeLessThanOrEqual(2);
+  });
+
   it('a +30 ms ring link on sigma 0.6 is re-mapped within 10 iterations of its onset', () => {
     const ONSET = 400;
     const ranks = new LognormalRanks('ring', 3, 0.6);

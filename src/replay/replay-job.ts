@@ -7,6 +7,7 @@ import { MilpSolver } from '../core/planner/optimal-planner';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
 import { judgeForJob } from '../daemon/control/judge-for-job';
+import { rebalanceForJob, supersede } from '../daemon/control/rebalance-for-job';
 import { JobRuntime, ReportOutcome } from '../daemon/jobs/job-runtime';
 import { publishedScheduleOf } from '../daemon/publish/published-schedule';
 import { switchLead } from '../daemon/publish/switch-lead';
@@ -70,7 +71,8 @@ export class ReplayJob {
 
   private step(now: number): ReplaySwitch | null {
     const job = this.job;
-    const input = job.stepInput(job.detector.snapshot(), now, this.config.remap.minIntervalMs);
+    const snapshot = job.detector.snapshot();
+    const input = job.stepInput(snapshot, now, this.config.remap.minIntervalMs);
     if (!input) return null;
     this.stepsRun++;
     const outcome = decideControl(input, this.control, this.solver);
@@ -88,9 +90,22 @@ export class ReplayJob {
         records.push(judged.record);
       }
     }
-    const taken = this.commit(decision, judged, now);
+    // As ControlService.step: with no other switch taken (or only a recovery), a job that declared its
+    // layers may move them (a compute straggler, or back once it healed).
+    let taken = judged && judged.take ? decision : null;
+    if ((!taken || taken.kind === 'recovery') && job.committed) {
+      const rebalanced = rebalanceForJob(job, input, snapshot, this.config, this.control, outcome.predictedStaticMs, now);
+      if (rebalanced) records.push(rebalanced.record);
+      if (rebalanced?.take && rebalanced.decision) {
+        if (taken && judged) supersede(judged.record, taken);
+        taken = taken ? { ...rebalanced.decision, delegation: taken.delegation } : rebalanced.decision;
+        judged = rebalanced;
+      }
+    }
+    decision = taken;
+    const switched = this.commit(decision, judged, now);
     if (this.onDecision) for (const r of records) this.onDecision(r);
-    return taken;
+    return switched;
   }
 
   private commit(decision: ControlDecision | null, judged: { take: boolean; record: DecisionRecord } | null, now: number): ReplaySwitch | null {

@@ -15,14 +15,8 @@ import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { controlConfigOf } from '../config/control-config-of';
 import { judgeForJob } from './judge-for-job';
-import { rebalanceForJob } from './rebalance-for-job';
+import { rebalanceForJob, supersede } from './rebalance-for-job';
 import { inSpan } from '../tracing/tracer';
-
-/** A taken recovery that a re-balance in the same step replaces: logged as declined, saying why. */
-function supersede(record: DecisionRecord, recovery: ControlDecision): void {
-  record.verdict = 'declined';
-  record.reason = `superseded by a re-balance in the same step, which also returns to ${recovery.delegation.length === 0 ? 'delegation off' : 'the delegation of the recovery'} (was: ${record.reason})`;
-}
 
 /** How often the healthy-links prediction of a job is recomputed (it moves only with stage times and link baselines). */
 const HEALTHY_REFRESH_MS = 10000;

@@ -125,3 +125,9 @@ export function rebalanceForJob(
   job.decisions.record(record);
   return { take, decision, record };
 }
+
+/** A taken recovery that a re-balance in the same step replaces: logged as declined, saying why. */
+export function supersede(record: DecisionRecord, recovery: ControlDecision): void {
+  record.verdict = 'declined';
+  record.reason = `superseded by a re-balance in the same step, which also returns to ${recovery.delegation.length === 0 ? 'delegation off' : 'the delegation of the recovery'} (was: ${record.reason})`;
+}
