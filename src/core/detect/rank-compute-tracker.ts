@@ -41,6 +41,10 @@ export class RankComputeTracker {
   private readonly sinceRefresh: Int32Array;
   private active = 0;
   private suspended = false;
+  /** The job's typical spread of a rank's iterations (log sigma; see slowRatio), re-read every round of samples. */
+  private noiseSigma = 0;
+  private sinceNoise = 0;
+  private noiseScratch = new Float64Array(0);
 
   constructor(
     private config: DetectorConfig,
@@ -83,7 +87,9 @@ export class RankComputeTracker {
     const pp = this.ppOf[i];
     if (this.dpSize >= 2 && ++this.sinceRefresh[pp] >= this.members[pp].length) this.refreshStage(pp);
     const reference = this.reference(i, r);
-    const flipped = r.hysteresis.update(median > this.config.computeSlowRatio * reference);
+    // Not before the window is warm: three samples' median is no measure of a rank's speed.
+    if (++this.sinceNoise >= this.ranks.length) this.refreshNoise();
+    const flipped = r.hysteresis.update(r.samples >= this.config.baselineWarmup && median > this.slowRatio() * reference);
     if (!flipped) return false;
     if (r.hysteresis.active && this.suspended) {
       r.suppressed = true;
@@ -191,6 +197,41 @@ export class RankComputeTracker {
     return (s[mid - 1 < skip ? mid - 1 : mid] + upper) / 2;
   }
 
+  /**
+   * The job's typical spread: the lower median over ranks of each window's log sigma (interquartile
+   * range / 1.349). Not a rank's own: a straggler's window holds fast and slow samples while it
+   * turns, and its own spread would hide it. O(ranks log ranks) per round of samples.
+   */
+  private refreshNoise(): void {
+    this.sinceNoise = 0;
+    if (this.noiseScratch.length < this.ranks.length) this.noiseScratch = new Float64Array(this.ranks.length);
+    let n = 0;
+    for (const r of this.ranks) {
+      if (r === undefined || r.total.size < 4) continue;
+      const lo = r.total.quantile(0.25);
+      const hi = r.total.quantile(0.75);
+      if (lo > 0 && hi >= lo) this.noiseScratch[n++] = Math.log(hi / lo) / 1.349;
+    }
+    if (n === 0) return;
+    const sorted = this.noiseScratch.subarray(0, n).sort();
+    this.noiseSigma = sorted[(n - 1) >> 1];
+  }
+
+  /**
+   * The ratio over its reference that makes a rank slow: computeSlowRatio, or more where the job's
+   * ranks' iterations vary so much that a window median wanders that far by chance (issue 29,
+   * outside noise). A 16-sample window median of a rank whose iterations vary by 25% (lognormal
+   * sigma 0.25: throttling, a shared host) sits 10% off its peer's one time in ten, and a healthy
+   * layered job was re-balanced a hundred times in 2,500 iterations. A median's standard error is
+   * 1.25 sigma / sqrt(n), the difference of two (the rank's and its reference's) sqrt(2) times that;
+   * NOISE_Z of them. On quiet compute (sigma 0.05) this stays below computeSlowRatio, which alone
+   * decides as before.
+   */
+  private slowRatio(): number {
+    const noise = Math.exp((NOISE_Z * Math.SQRT2 * 1.25 * this.noiseSigma) / Math.sqrt(this.config.windowSize));
+    return noise > this.config.computeSlowRatio ? noise : this.config.computeSlowRatio;
+  }
+
   private refreshStage(pp: number): void {
     this.sinceRefresh[pp] = 0;
     const members = this.members[pp];
@@ -207,3 +248,6 @@ export class RankComputeTracker {
     s.subarray(0, n).sort();
   }
 }
+
+/** Standard errors of two window medians' difference a slow rank must exceed (besides computeSlowRatio). */
+const NOISE_Z = 4;

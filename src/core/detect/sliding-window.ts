@@ -87,6 +87,13 @@ export class SlidingWindow {
     return n & 1 ? this.buf[mid] : (this.buf[mid - 1] + this.buf[mid]) / 2;
   }
 
+  /** The sample at rank floor(q x (size - 1)) of the window's sorted order (0: lowest, 1: highest); NaN when empty. O(1). */
+  quantile(q: number): number {
+    const n = this.count;
+    if (n === 0 || !(q >= 0 && q <= 1)) return Number.NaN;
+    return this.buf[this.cap + Math.floor(q * (n - 1))];
+  }
+
   /** Median of the newest min(count, size) samples; NaN when there are none. Sorts a copy: for occasional reads, not per sample. */
   recentMedian(count: number): number {
     const k = Math.min(Math.floor(count), this.count);
