@@ -29,6 +29,7 @@ export const BENCH_SOURCES: Record<string, BenchSources> = {
   e2e: { entries: ['bench/e2e.bench.ts'], also: [CONFIG, 'bench/traces', 'bench/profiles'] },
   engine: { entries: ['bench/engine.bench.ts'], also: ['bench/profiles'] },
   'optimal-line': { entries: ['bench/optimal-line.bench.ts'], also: [] },
+  'outside-sweep': { entries: ['bench/outside-sweep.bench.ts'], also: [CONFIG] },
   'oracle-gap': { entries: ['bench/oracle-gap.bench.ts'], also: [CONFIG, 'bench/traces'] },
   prediction: { entries: ['bench/prediction.bench.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },
   real: { entries: ['bench/real.bench.ts', 'bench/real-torch.ts', 'bench/real-rebalance.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },

@@ -709,6 +709,23 @@ function fleetTable(r: Json): string {
   return lines.join('\n');
 }
 
+/** bench:outside: per noise family, false decisions on healthy jobs and reactions from onset, per seed. */
+function outsideSweepTable(r: Json): string {
+  const seeds = (xs: Array<number | null>) => xs.map((x) => (x === null ? 'never' : String(x))).join(' / ');
+  const lines = [
+    `| family | written | shape | healthy: switches / re-maps / re-balances in ${r.seeds.length} x ${r.iterations} iterations | +30 ms link in force | back after healing | +30 ms ring re-mapped | 1.5x rank re-balanced |`,
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const f of r.families as Json[]) {
+    const sum = (k: string) => (f.seeds as Json[]).reduce((a: number, s: Json) => a + s.healthy[k], 0);
+    const col = (k: string) => seeds((f.seeds as Json[]).map((s: Json) => s[k]));
+    lines.push(`| ${f.name} | ${f.kind} | ${f.stages} x ${f.dp} | ${sum('switches')} / ${sum('remaps')} / ${sum('rebalances')} | ${col('pipelineInForce')} | ${col('backAfterHealing')} | ${col('ringInForce')} | ${col('computeInForce')} |`);
+  }
+  lines.push('');
+  lines.push(`Iterations from onset (or from healing) to the new plan in force, one per seed (${r.seeds.join(', ')}); "never": not within 60 iterations.`);
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -751,6 +768,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'oracle-gap': oracleGapTable,
   'oracle-gap-sweep': oracleGapSweepTable,
   chaos: chaosTable,
+  'outside-sweep': outsideSweepTable,
 };
 
 /**
