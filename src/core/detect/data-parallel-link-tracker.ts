@@ -55,6 +55,8 @@ export class DataParallelLinkTracker {
   private scratch = new Float64Array(64);
   private peerMedian = Number.NaN;
   private peerCount = 0;
+  /** What the job's rings run over their registered nominal time (median over links of lowest level minus nominal), ms. */
+  private nominalOffset = 0;
   private sinceRefresh = 0;
   private active = 0;
   private suspended = false;
@@ -65,6 +67,8 @@ export class DataParallelLinkTracker {
     private readonly rankOf: ArrayLike<number>,
     private readonly ppOf: ArrayLike<number>,
     private readonly network: NominalNetwork | null = null,
+    /** Each rank index's locality (null: one domain): the nominal is calibrated on links inside one. */
+    private readonly locality: readonly string[] | null = null,
   ) {
     this.outgoing = Array.from({ length: rankOf.length }, () => []);
     this.chance = new ChanceRuns(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
@@ -176,6 +180,18 @@ export class DataParallelLinkTracker {
     }
     this.peerCount = n;
     this.peerMedian = medianInPlace(this.scratch, n);
+    // The registration's ring nominal calibrated as PipelineLinkTracker does its links': by the job's
+    // median offset over it. A ring nominal 50x optimistic (0.09 ms for rings running 7 ms) otherwise
+    // took every ring for one slow from its first sample, and every ring read +6.6 ms forever. Only
+    // links inside one locality calibrate it: rings that all cross a slow boundary (replicas in two
+    // racks or datacenters, declared as localities) are still slow against the nominal.
+    let k = 0;
+    for (const link of this.all) {
+      if (this.locality && this.locality[link.from] !== this.locality[link.to]) continue;
+      const over = link.learned.lowestMs - link.nominal;
+      if (over === over) this.scratch[k++] = over;
+    }
+    this.nominalOffset = k >= MIN_PEERS ? Math.max(0, medianInPlace(this.scratch, k)) : 0;
   }
 
   /** Every link with a sample, sorted by (fromRank, toRank); `byRankNumber` lists rank indices by rank number. Refreshes the peer median. */
@@ -229,8 +245,9 @@ export class DataParallelLinkTracker {
     const slack = Math.min(this.config.delegationThresholdMs, this.config.severeExtraMs, this.config.dpMinExtraMs);
     const learned = link.learned.ms;
     const peers = this.peerCount >= MIN_PEERS ? this.peerMedian : Number.NaN;
-    if (learned !== learned) return peers === peers ? peers : link.nominal;
-    const own = link.learned.lowestMs > link.nominal + slack ? link.nominal : learned;
+    const nominal = link.nominal + this.nominalOffset;
+    if (learned !== learned) return peers === peers ? peers : nominal;
+    const own = link.learned.lowestMs > nominal + slack ? nominal : learned;
     return peers < own ? peers : own;
   }
 

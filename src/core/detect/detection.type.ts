@@ -12,6 +12,8 @@ export interface JobTopology {
   stages: number;
   dpSize: number;
   ranks: RankPosition[];
+  /** Each rank's failure or network domain (registration `locality`), by rank number; absent: one domain. */
+  localityOf?: ReadonlyMap<number, string>;
 }
 
 /** One iteration of one link a rank sends on: per-message transfer time, median and max, ms. */

@@ -8,9 +8,10 @@ import { EmulatedRanks } from './emulated-ranks.fixture';
 type Ranks = EmulatedRanks;
 
 /** Most cases here test the K-sample rule, so no sample is severe unless a case says so (see 'severe samples'). */
-function job(S: number, dp: number, config: Partial<DetectorConfig> = {}, nominal?: { latencyMs?: number; gbps?: number }): Ranks {
+function job(S: number, dp: number, config: Partial<DetectorConfig> = {}, nominal?: { latencyMs?: number; gbps?: number }, localityOf?: (rank: number) => string): Ranks {
   const ranks = Array.from({ length: S * dp }, (_, rank) => ({ rank, dp: Math.floor(rank / S), pp: rank % S }));
-  return new EmulatedRanks(new JobDetector({ stages: S, dpSize: dp, ranks }, { ...DEFAULT_DETECTOR_CONFIG, severeExtraMs: Infinity, ...config }, nominal), S, dp);
+  const localities = localityOf ? new Map(ranks.map((r) => [r.rank, localityOf(r.rank)])) : undefined;
+  return new EmulatedRanks(new JobDetector({ stages: S, dpSize: dp, ranks, localityOf: localities }, { ...DEFAULT_DETECTOR_CONFIG, severeExtraMs: Infinity, ...config }, nominal), S, dp);
 }
 
 function pipelineLink(s: DetectionSnapshot, dp: number, link: number): PipelineLinkState {
@@ -458,8 +459,18 @@ describe('JobDetector: data-parallel links', () => {
     expect(s.dataParallelLinks[0]).toMatchObject({ medianMs: 20, baselineMs: 20, extraMs: 30 });
   });
 
+  // Replicas in two racks: every ring crosses the boundary (the registration says so with localities).
+  const twoRacks = (rank: number) => (rank < 4 ? 'rack-a' : 'rack-b');
+
+  it('twin: with no localities declared, rings all slow alike from the first iteration read as an optimistic nominal, calibrated away', () => {
+    const r = job(4, 2, {}, { latencyMs: 5, gbps: 10 });
+    r.dpMs = () => 40;
+    r.run(DEFAULT_DETECTOR_CONFIG.baselineWarmup + 20);
+    expect(r.detector.snapshot().dataParallelLinks.some((l) => l.straggler)).toBe(false);
+  });
+
   it('finds links slow from the first iteration against the nominal network, once their own level is learned', () => {
-    const r = job(4, 2, {}, { latencyMs: 5, gbps: 10 }); // 5 ms + 6e7 bytes at 10 GB/s = 11 ms
+    const r = job(4, 2, {}, { latencyMs: 5, gbps: 10 }, twoRacks); // 5 ms + 6e7 bytes at 10 GB/s = 11 ms
     r.dpMs = () => 40;
     r.run(5);
     // Before the baseline warm-up the peers answer, not the registration's promise: every ring runs alike.

@@ -70,7 +70,9 @@ export class JobDetector {
     const gbps = nominal?.gbps ?? Number.NaN;
     const network: NominalNetwork | null = nominal && gbps > 0 && latencyMs >= 0 ? { latencyMs, gbps } : null;
     this.pipeline = new PipelineLinkTracker(config, stages, dpSize, network);
-    this.dataParallel = new DataParallelLinkTracker(config, this.rankOf, this.ppOf, network);
+    const localityOf = topology.localityOf;
+    const locality = localityOf && localityOf.size > 0 ? ranks.map((r) => localityOf.get(r.rank) ?? '') : null;
+    this.dataParallel = new DataParallelLinkTracker(config, this.rankOf, this.ppOf, network, locality);
     this.compute = new RankComputeTracker(config, stages, dpSize, this.ppOf);
   }
 

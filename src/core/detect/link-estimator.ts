@@ -86,6 +86,14 @@ export class LinkEstimator {
     if (options.stragglerMs !== undefined && options.stragglerMs >= 0) this.stragglerMs = options.stragglerMs;
   }
 
+  /** The window's spread in log terms (interquartile range / 1.349 of log samples), NaN with fewer than 4 samples. */
+  logSpread(): number {
+    if (this.window.size < 4) return Number.NaN;
+    const lo = this.window.quantile(0.25);
+    const hi = this.window.quantile(0.75);
+    return lo > 0 && hi >= lo ? Math.log(hi / lo) / 1.349 : Number.NaN;
+  }
+
   /** The samples in the window, oldest first. */
   windowSamples(): number[] {
     return this.window.samples();

@@ -73,6 +73,9 @@ function learnedSlackMs(config: DetectorConfig): number {
 /** Directions with a learned baseline needed before the job's offset over its registered nominal is trusted. */
 const MIN_CALIBRATION_DIRECTIONS = 3;
 
+/** Spreads of one sample a bad one must exceed (noiseFloorMs). */
+const NOISE_Z = 3;
+
 /** Healthy-link samples between two looks at the job's tail rate. */
 const RECOUNT_EVERY = 1024;
 /**
@@ -115,6 +118,8 @@ export class PipelineLinkTracker {
   private sinceRecount = 0;
   /** What the job's links run over their registered nominal time (median over directions), ms. */
   private nominalOffset = 0;
+  /** The job's typical spread of a direction's samples, log sigma (readNoise). */
+  private noiseSigma = 0;
   private sinceCalibration = 0;
   private scratch = new Float64Array(16);
   /** The tail rate as last read (every RECOUNT_EVERY samples): a reconfigure re-reads no newer one. */
@@ -189,7 +194,7 @@ export class PipelineLinkTracker {
       if (sample.medianMs >= 0 && sample.medianMs < Infinity) d.estimator.add(sample.medianMs);
       if (++this.sinceCalibration >= this.tracked) this.calibrate();
       const extra = d.estimator.lastExtraMs();
-      const bad = sample.error === 'timeout' || this.isBad(extra, li);
+      const bad = sample.error === 'timeout' || (this.isBad(extra, li) && extra > this.noiseFloorMs(d));
       const severe = bad && extra >= this.config.severeExtraMs;
       // A run of severe samples that ends without making a straggler was chance: the job's tail.
       // One that does make one is an onset, and says nothing of the tail (a job whose links often
@@ -290,8 +295,9 @@ export class PipelineLinkTracker {
    */
   private calibrate(): void {
     this.sinceCalibration = 0;
-    if (this.nominal === null) return;
     if (this.scratch.length < this.directions.length) this.scratch = new Float64Array(this.directions.length);
+    this.readNoise();
+    if (this.nominal === null) return;
     let n = 0;
     for (const d of this.directions) {
       const over = d ? d.estimator.learnedMs - d.estimator.nominalMs : Number.NaN;
@@ -301,6 +307,18 @@ export class PipelineLinkTracker {
     if (offset === this.nominalOffset) return;
     this.nominalOffset = offset;
     for (const d of this.directions) d?.estimator.calibrate(offset);
+  }
+
+  /** The job's typical spread of a direction's samples (log sigma): the lower median over directions. O(directions log directions). */
+  private readNoise(): void {
+    let n = 0;
+    for (const d of this.directions) {
+      const spread = d ? d.estimator.logSpread() : Number.NaN;
+      if (spread === spread) this.scratch[n++] = spread;
+    }
+    if (n < MIN_CALIBRATION_DIRECTIONS) return;
+    const sorted = this.scratch.subarray(0, n).sort();
+    this.noiseSigma = sorted[(n - 1) >> 1];
   }
 
   private severeEnterFor(rate: number): number {
@@ -374,6 +392,20 @@ export class PipelineLinkTracker {
       });
     }
     return out;
+  }
+
+  /**
+   * The extra delay one sample of `d` must exceed to count as bad besides minExtraMs and its
+   * tolerance: NOISE_Z of the job's typical spread of a direction's samples (in log terms, the
+   * lower median over directions, so a few stragglers do not raise it) at d's baseline (issue 29,
+   * held-out noise). On lognormal medians of sigma 0.45, a 2.3 ms link's samples are a millisecond
+   * or more above its baseline one time in four, and an 8 x 4 job took a straggler switch for
+   * "+1.3 ms" in its first hundred iterations; ChanceRuns alone (capped at 2 x enterAfter) could not
+   * ask for a run long enough. On quiet fabric (sigma 0.15) the floor is about minExtraMs anyway.
+   */
+  private noiseFloorMs(d: Direction): number {
+    const floor = NOISE_Z * this.noiseSigma * d.estimator.baselineMs();
+    return floor > 0 ? floor : 0;
   }
 
   private isBad(extra: number, li: number): boolean {

@@ -134,7 +134,7 @@ export class LayoutTracker {
       this.positions.set(position.rank, position);
       this.slots.set(`${position.dp},${position.pp}`, position.rank);
     }
-    const topology: JobTopology = { stages: this.spec.stages, dpSize: this.spec.dp, ranks: reporting };
+    const topology: JobTopology = { stages: this.spec.stages, dpSize: this.spec.dp, ranks: reporting, localityOf: this.spec.localityOf };
     const detector = new JobDetector(topology, this.detection, this.nominal());
     // A fresh detector flags nothing new while detection is paused: what the old one held back or flagged is not carried over.
     if (this.flaggingSuspended) detector.suspend(true);
