@@ -436,6 +436,19 @@ function headlineParagraph(r: Json): string {
   const chaos = r.chaos.rows as Json[];
   const sum = (k: string) => chaos.reduce((a, row) => a + Number(row[k]), 0);
   sentences.push(`The [chaos suite](docs/faults.md)'s ${chaos.length} faults lose ${sum('reportsLost')} reports and run ${sum('mixedIterations')} mixed-version iterations.`);
+
+  // Decisions on noise the corpus does not have: the held-out families only (the found ones were fixed against).
+  const held = (r['outside-sweep'].families as Json[]).filter((f) => f.kind === 'held out');
+  const runs = held.flatMap((f) => f.seeds as Json[]);
+  const wrong = runs.reduce((a, x) => a + x.healthy.switches + x.healthy.remaps + x.healthy.rebalances, 0);
+  const times = (k: string) => runs.map((x) => x[k] as number | null);
+  const span = (k: string) => {
+    const v = times(k);
+    const known = v.filter((t): t is number => t !== null);
+    const never = v.length - known.length;
+    return known.length ? `${Math.min(...known)}-${Math.max(...known)}${never ? ` (${never} never)` : ''}` : 'never';
+  };
+  sentences.push(`On ${held.length} [noise families held out](docs/benchmarks.md#decisions-on-noise-the-corpus-does-not-have) from its corpus (${runs.length} runs of ${r['outside-sweep'].iterations} healthy iterations) the daemon took ${wrong} switches, re-maps or re-balances on healthy jobs; a +30 ms link's plan was in force ${span('pipelineInForce')} iterations after onset, a +30 ms ring link re-mapped after ${span('ringInForce')}, a 1.5x rank re-balanced after ${span('computeInForce')}.`);
   return sentences.join('\n');
 }
 
@@ -799,7 +812,7 @@ const FILES: Record<string, string | string[]> = {
   'engine-optimum': 'engine',
   'engine-time-limit': 'engine',
   'engine-device': 'engine',
-  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos'],
+  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos', 'outside-sweep'],
   'detection-goals': ['detection', 'outside-sweep'],
   'demo-act1': 'demo',
   'demo-act1-findings': 'demo',
