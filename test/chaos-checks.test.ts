@@ -49,4 +49,26 @@ describe('chaos checks', () => {
     expect(ranks.staleWrites.size).toBe(1);
     expect(ranks.reusedVersions()).toBe(1);
   });
+
+  it('count no write when ranks read an epoch change at different times (the epochs rise in stream order)', async () => {
+    const ranks = new ChaosRanks(redis, 'handover', 4, 20);
+    await redis.set(ranks.keys.schedule, JSON.stringify(schedule('handover', 1, 1, 100)));
+    expect(await ranks.connect()).toBe(true);
+    ranks.start();
+    // The last write of the owner of epoch 1, then the first of the next owner (epoch 2), landing
+    // together: rank 0 reads both in one poll before rank 1 reads the first. Counted as a fenced
+    // owner's write while the maximum was shared by the ranks (a false split-brain write in bench:scale-out).
+    await redis
+      .multi()
+      .xadd(ranks.keys.control, '*', 'm', JSON.stringify({ type: 'abort', protocol: 1, jobId: 'handover', version: 2, epoch: 1, effectiveIteration: 0 }))
+      .xadd(ranks.keys.control, '*', 'm', JSON.stringify({ type: 'abort', protocol: 1, jobId: 'handover', version: 2, epoch: 2, effectiveIteration: 0 }))
+      .exec();
+    await waitFor('both events read by every rank', async () => ranks.ranks.every((r) => r.epoch === 2));
+    // And a write under epoch 1 after them is still one, counted once though every rank reads it.
+    await redis.xadd(ranks.keys.control, '*', 'm', JSON.stringify({ type: 'abort', protocol: 1, jobId: 'handover', version: 3, epoch: 1, effectiveIteration: 0 }));
+    const last = (await redis.xrevrange(ranks.keys.control, '+', '-', 'COUNT', 1))[0][0];
+    await waitFor('the fenced write read by every rank', async () => ranks.ranks.every((r) => r.cursor === last));
+    await ranks.stop();
+    expect([...ranks.staleWrites]).toEqual([last]);
+  });
 });

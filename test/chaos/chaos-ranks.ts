@@ -14,6 +14,13 @@ interface RankState {
   pp: number;
   cursor: string;
   epoch: number;
+  /**
+   * Highest epoch of the control entries this rank has read, in stream order: an entry below it
+   * was written after a higher epoch's (a fenced owner's write). Per rank, not shared: the ranks
+   * read the stream one after the other, so a shared maximum would hold the epoch of entries a rank
+   * has not reached yet and count an older entry as written after them.
+   */
+  streamEpoch: number;
   /** version -> createdAt of the content held */
   held: Map<number, number>;
   /** committed versions known -> effective iteration */
@@ -34,7 +41,7 @@ export class ChaosRanks {
   readonly records: RankRecord[] = [];
   /** version -> distinct createdAt seen in any schedule a rank read */
   readonly contents = new Map<number, Set<number>>();
-  /** control entries a rank received with an epoch below one already seen on the stream (a fenced owner's write) */
+  /** control entries with an epoch below an earlier entry's on the stream, as a rank reads it in order (a fenced owner's write) */
   readonly staleWrites = new Set<string>();
   /** ids of reports written (accepted by Redis) and the time each was written */
   readonly written: Array<{ id: string; at: number }> = [];
@@ -42,11 +49,10 @@ export class ChaosRanks {
   iteration = 0;
   private timer: NodeJS.Timeout | null = null;
   private busy = false;
-  private maxEpochOnStream = 0;
 
   constructor(readonly redis: Redis, readonly jobId: string, readonly stages = 4, readonly periodMs = 40) {
     this.keys = jobKeys(jobId);
-    this.ranks = Array.from({ length: stages }, (_, pp) => ({ rank: pp, pp, cursor: '0-0', epoch: 0, held: new Map(), commits: new Map(), floor: 0 }));
+    this.ranks = Array.from({ length: stages }, (_, pp) => ({ rank: pp, pp, cursor: '0-0', epoch: 0, streamEpoch: 0, held: new Map(), commits: new Map(), floor: 0 }));
     this.registration = {
       type: 'register', protocol: 1, jobId, stages, microbatches: 8, dp: 1, tp: 1,
       ranks: Array.from({ length: stages }, (_, rank) => ({ rank, dp: 0, pp: rank, tp: 0, node: `node-${rank}` })),
@@ -66,8 +72,10 @@ export class ChaosRanks {
     const raw = await this.redis.get(this.keys.schedule);
     if (!raw) return false;
     const schedule = JSON.parse(raw) as PublishedSchedule;
+    const latestEpoch = latest ? (JSON.parse(latest[1][1]) as ControlEvent).epoch : 0;
     for (const r of this.ranks) {
       r.cursor = latest?.[0] ?? '0-0';
+      r.streamEpoch = Math.max(r.streamEpoch, latestEpoch);
       r.epoch = Math.max(r.epoch, schedule.epoch);
       this.hold(r, schedule);
       r.commits.set(schedule.version, 0);
@@ -108,8 +116,8 @@ export class ChaosRanks {
       for (const [id, fields] of entries) {
         r.cursor = id;
         const e = JSON.parse(fields[1]) as ControlEvent;
-        if (e.epoch < this.maxEpochOnStream) this.staleWrites.add(id);
-        this.maxEpochOnStream = Math.max(this.maxEpochOnStream, e.epoch);
+        if (e.epoch < r.streamEpoch) this.staleWrites.add(id);
+        r.streamEpoch = Math.max(r.streamEpoch, e.epoch);
         if (e.epoch < r.epoch) continue;
         r.epoch = e.epoch;
         if (e.type === 'prepare') {
