@@ -318,7 +318,7 @@ function scaleOutTable(r: Json): string {
     '|---|---|',
     `| handshakes: prepared; committed; aborted; left open | ${i.prepares}; ${i.commits}; ${i.aborts}; ${i.handshakesLeftOpen} |`,
     `| iterations run (all ranks of a job); of them with ranks on different versions (mixed) | ${i.iterationsRun.toLocaleString('en-US')}; ${i.mixedIterations} |`,
-    `| versions reused; control writes under a superseded epoch | ${i.versionsReused}; ${i.splitBrainWrites} |`,
+    `| versions reused; control writes under a superseded epoch (as the ranks read them; read off the streams in order) | ${i.versionsReused}; ${i.splitBrainWrites}; ${i.outOfOrderEpochs ?? "-"} |`,
     `| a replica with no job: CPU (discovery, maintenance, ingest polls) | ${fmt(100 * r.idleReplicaCoreFraction, 1)}% of a core |`,
     `| machine: cores; load average (1 / 5 / 15 min) at the end | ${r.machine.cpus}; ${(r.machine.loadAverage as number[]).map((x) => fmt(x, 1)).join(' / ')} |`,
   );

@@ -21,7 +21,8 @@
  * every job is owned and every replica holds its share. At the end, from what the ranks saw
  * (ChaosRanks) and the control streams: handshakes left open (a prepare with no commit or abort of
  * its version), iterations where ranks ran different versions (mixed), versions reused, control
- * writes under a superseded epoch (split brain).
+ * writes under a superseded epoch (split brain) as the ranks read them, and the same read off each
+ * control stream in order after the run (outOfOrderEpochs).
  *
  * Writes bench/results/scale-out.json, rendered into docs/benchmarks.md (bench/readme-tables.ts).
  */
@@ -239,11 +240,19 @@ async function main(): Promise<void> {
   let unresolved = 0;
   let commits = 0;
   let aborts = 0;
+  // The same question as splitBrainWrites, asked of the streams themselves instead of the ranks'
+  // reading of them: entries whose epoch is below an earlier entry's, in stream order.
+  let outOfOrderEpochs = 0;
   for (const id of jobIds) {
     const entries = (await redis.xrange(jobKeys(id).control, '-', '+')) as Array<[string, string[]]>;
     const open = new Set<number>();
+    let highest = 0;
     for (const [, fields] of entries) {
-      const e = JSON.parse(fields[1]) as { type: string; version: number };
+      const e = JSON.parse(fields[1]) as { type: string; version: number; epoch?: number };
+      if (typeof e.epoch === 'number') {
+        if (e.epoch < highest) outOfOrderEpochs++;
+        else highest = e.epoch;
+      }
       if (e.type === 'prepare') {
         prepares++;
         open.add(e.version);
@@ -259,6 +268,7 @@ async function main(): Promise<void> {
     iterationsRun: ranks.reduce((a, r) => a + r.records.length, 0),
     versionsReused: ranks.reduce((a, r) => a + r.reusedVersions(), 0),
     splitBrainWrites: ranks.reduce((a, r) => a + r.staleWrites.size, 0),
+    outOfOrderEpochs,
   };
   process.stderr.write(`scale-out: ${JSON.stringify(integrity)}\n`);
   for (const r of replicas) await r.daemon.stop('SIGTERM');
