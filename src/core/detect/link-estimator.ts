@@ -68,6 +68,15 @@ export class LinkEstimator {
     return this.learned.ms;
   }
 
+  /**
+   * Whether the link has run within learnedSlackMs of its (uncalibrated) nominal time at some point
+   * since warm-up (true without a nominal): its spread is the fabric's, not a straggler's.
+   */
+  ranNearNominal(): boolean {
+    if (this.nominal !== this.nominal) return true;
+    return this.learned.lowestMs <= this.nominal + this.slack;
+  }
+
   /** What the links of the job run over their nominal time (ms): the nominal stands in as nominal + offset. */
   calibrate(offsetMs: number): void {
     this.offset = Number.isFinite(offsetMs) ? offsetMs : 0;
@@ -86,12 +95,16 @@ export class LinkEstimator {
     if (options.stragglerMs !== undefined && options.stragglerMs >= 0) this.stragglerMs = options.stragglerMs;
   }
 
-  /** The window's spread in log terms (interquartile range / 1.349 of log samples), NaN with fewer than 4 samples. */
+  /**
+   * The window's spread in log terms, from its lower half (median over first quartile, / 0.6745):
+   * slow samples sit in the upper half, so up to half the window straggling does not widen it. NaN
+   * with fewer than 8 samples.
+   */
   logSpread(): number {
-    if (this.window.size < 4) return Number.NaN;
+    if (this.window.size < 8) return Number.NaN;
     const lo = this.window.quantile(0.25);
-    const hi = this.window.quantile(0.75);
-    return lo > 0 && hi >= lo ? Math.log(hi / lo) / 1.349 : Number.NaN;
+    const mid = this.window.median();
+    return lo > 0 && mid >= lo ? Math.log(mid / lo) / 0.6745 : Number.NaN;
   }
 
   /** The samples in the window, oldest first. */

@@ -309,11 +309,16 @@ export class PipelineLinkTracker {
     for (const d of this.directions) d?.estimator.calibrate(offset);
   }
 
-  /** The job's typical spread of a direction's samples (log sigma): the lower median over directions. O(directions log directions). */
+  /** The job's typical spread of a direction's samples (log sigma): the lower median over healthy directions. O(directions log directions). */
   private readNoise(): void {
     let n = 0;
     for (const d of this.directions) {
-      const spread = d ? d.estimator.logSpread() : Number.NaN;
+      // Healthy directions only: a straggler's window (or every link's, under a trace that slows them
+      // all: bench:e2e's dynamic traces) is not noise. With none healthy, the last reading stands.
+      // Nor a direction that never ran near its registered time: under a trace on every link from
+      // the job's start the calibration takes the slow level for healthy, and its spread for noise.
+      if (!d || d.hysteresis.active || d.estimator.extraMs() > this.config.minExtraMs || !d.estimator.ranNearNominal()) continue;
+      const spread = d.estimator.logSpread();
       if (spread === spread) this.scratch[n++] = spread;
     }
     if (n < MIN_CALIBRATION_DIRECTIONS) return;
@@ -405,7 +410,12 @@ export class PipelineLinkTracker {
    */
   private noiseFloorMs(d: Direction): number {
     const floor = NOISE_Z * this.noiseSigma * d.estimator.baselineMs();
-    return floor > 0 ? floor : 0;
+    // Never above the delegation threshold: noise may hide a mild straggler (one Eq. 1's tolerance
+    // would answer), never one that needs delegation. Uncapped, a job whose every link ran a trace of
+    // 30 +- 10 ms from its start (bench:e2e's dynamic traces) read that spread as noise, and the
+    // floor hid its stragglers: 1.36-1.52x the oracle instead of 1.02-1.05x.
+    const cap = this.config.delegationThresholdMs;
+    return floor > 0 ? (floor < cap ? floor : cap) : 0;
   }
 
   private isBad(extra: number, li: number): boolean {
