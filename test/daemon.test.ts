@@ -32,10 +32,16 @@ async function stopDaemon(): Promise<void> {
   daemon = null;
 }
 
-/** Runs iterations, answering control events after each, until `until` holds. */
+/**
+ * Runs iterations, answering control events after each, until `until` holds. Each iteration waits
+ * until the daemon has read and acknowledged its reports: the budget is in iterations the daemon saw,
+ * not in 15 ms sleeps that a loaded machine turns into iterations it never read (a fresh-clone CI
+ * beside two benchmarks failed "condition not reached in 20 iterations" so).
+ */
 async function iterate(job: FakeJob, until: () => Promise<boolean>, max = 200): Promise<void> {
   for (let k = 0; k < max; k++) {
     await job.reportIteration();
+    await processed(job);
     await new Promise((resolve) => setTimeout(resolve, 15));
     await job.pollControl();
     if (await until()) return;
@@ -179,6 +185,7 @@ describe('daemon: switching handshake', () => {
     let prepare: ControlEvent | undefined;
     for (let k = 0; k < 40 && !prepare; k++) {
       await job.reportIteration();
+      await processed(job); // iterations the daemon saw (see iterate)
       await new Promise((resolve) => setTimeout(resolve, 15));
       prepare = (await job.pollControl()).find((e) => e.type === 'prepare');
     }
