@@ -17,19 +17,15 @@
 export class ChanceRuns {
   private healthy = 0;
   private bad = 0;
-  private severe = 0;
   private since = 0;
   private badRun: number;
-  private severeRun: number;
   private links = 1;
 
   constructor(
     private enterAfter: number,
-    private severeEnterAfter: number,
     private chanceRate: number,
   ) {
     this.badRun = enterAfter;
-    this.severeRun = Math.min(severeEnterAfter, enterAfter);
   }
 
   /** Bad samples in a row that make a straggler now. */
@@ -37,39 +33,31 @@ export class ChanceRuns {
     return this.badRun;
   }
 
-  /** Severe samples in a row that make a straggler now. */
-  get severeRunNeeded(): number {
-    return this.severeRun;
-  }
-
   /** Chance bad samples per healthy sample as counted so far (the prior included while too few were seen). */
   get badRate(): number {
     return this.rate(this.bad);
   }
 
-  reconfigure(enterAfter: number, severeEnterAfter: number, chanceRate: number): void {
+  reconfigure(enterAfter: number, chanceRate: number): void {
     this.enterAfter = enterAfter;
-    this.severeEnterAfter = severeEnterAfter;
     this.chanceRate = chanceRate;
     this.reread(this.links);
   }
 
   /**
-   * One sample of a healthy link, with the bad and severe samples of the chance run that ended with
-   * it (0 when none did). `links`: links of the job. True when the runs asked for changed.
+   * One sample of a healthy link, with the bad samples of the chance run that ended with it (0 when
+   * none did). `links`: links of the job. True when the run asked for changed.
    */
-  count(endedBad: number, endedSevere: number, links: number): boolean {
+  count(endedBad: number, links: number): boolean {
     this.links = Math.max(1, links);
     this.healthy++;
     this.bad += endedBad;
-    this.severe += endedSevere;
     const every = this.healthy < YOUNG_SAMPLES ? Math.max(1, links) : RECOUNT_EVERY;
     if (++this.since < every) return false;
     this.since = 0;
     if (this.healthy > DECAY_AT) {
       this.healthy /= 2;
       this.bad /= 2;
-      this.severe /= 2;
     }
     return this.reread(links);
   }
@@ -87,10 +75,8 @@ export class ChanceRuns {
       return k;
     };
     const badRun = runFor(this.rate(this.bad), this.enterAfter, most);
-    const severeRun = runFor(this.rate(this.severe), Math.min(this.severeEnterAfter, badRun), badRun);
-    const changed = badRun !== this.badRun || severeRun !== this.severeRun;
+    const changed = badRun !== this.badRun;
     this.badRun = badRun;
-    this.severeRun = severeRun;
     return changed;
   }
 }

@@ -11,6 +11,8 @@ import { SlidingWindow } from './sliding-window';
 const MIN_PEERS = 3;
 /** The peer median is recomputed at most once per this many samples (and per sample count equal to the number of links). */
 const REFRESH_SAMPLES = 64;
+/** Spreads of one sample a bad one must exceed (noiseFloorMs), as PipelineLinkTracker's. */
+const NOISE_Z = 3;
 
 class DataParallelLink {
   readonly window: SlidingWindow;
@@ -24,9 +26,8 @@ class DataParallelLink {
   nominal = Number.NaN;
   /** Became a straggler while flagging was suspended: not reported as one. */
   suppressed = false;
-  /** Bad and severe samples in a row (the runs ChanceRuns counts when they end by chance). */
+  /** Bad samples in a row (the run ChanceRuns counts when it ends by chance). */
   badStreak = 0;
-  severeStreak = 0;
 
   constructor(
     readonly from: number,
@@ -35,7 +36,7 @@ class DataParallelLink {
     chance: ChanceRuns,
   ) {
     this.window = new SlidingWindow(config.windowSize);
-    this.hysteresis = new Hysteresis(chance.badRunNeeded, config.leaveAfter, chance.severeRunNeeded);
+    this.hysteresis = new Hysteresis(chance.badRunNeeded, config.leaveAfter);
   }
 }
 
@@ -57,6 +58,8 @@ export class DataParallelLinkTracker {
   private peerCount = 0;
   /** What the job's rings run over their registered nominal time (median over links of lowest level minus nominal), ms. */
   private nominalOffset = 0;
+  /** The job's typical spread of a ring's samples (log sigma; lower median over healthy rings), 0 until read. */
+  private noiseSigma = 0;
   private sinceRefresh = 0;
   private active = 0;
   private suspended = false;
@@ -71,7 +74,7 @@ export class DataParallelLinkTracker {
     private readonly locality: readonly string[] | null = null,
   ) {
     this.outgoing = Array.from({ length: rankOf.length }, () => []);
-    this.chance = new ChanceRuns(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    this.chance = new ChanceRuns(config.enterAfter, config.severeChanceRate);
   }
 
   /** Bad samples in a row that make a straggler now (enterAfter, raised on a noisy job: ChanceRuns). */
@@ -122,14 +125,11 @@ export class DataParallelLinkTracker {
     // them all. With one (two severe samples), which rings were flagged first depended on the order
     // reports came in; a re-map decided on one of them put the others' slow pairs on pipeline edges
     // (bench:e2e's +30 ms rack link: 7.76x in half the runs instead of 1.07x).
-    const severe = false;
     const endedBad = bad ? 0 : link.badStreak;
-    const endedSevere = severe ? 0 : link.severeStreak;
     link.badStreak = bad ? link.badStreak + 1 : 0;
-    link.severeStreak = severe ? link.severeStreak + 1 : 0;
     const wasActive = link.hysteresis.active;
-    const flipped = link.hysteresis.update(bad, severe);
-    if (!wasActive && this.chance.count(endedBad, endedSevere, this.all.length)) this.applyRuns();
+    const flipped = link.hysteresis.update(bad);
+    if (!wasActive && this.chance.count(endedBad, this.all.length)) this.applyRuns();
     let changed = false;
     if (flipped && link.hysteresis.active && this.suspended) link.suppressed = true;
     else if (flipped && !link.hysteresis.active && link.suppressed) link.suppressed = false;
@@ -150,13 +150,13 @@ export class DataParallelLinkTracker {
    */
   reconfigure(config: DetectorConfig): void {
     this.config = config;
-    this.chance.reconfigure(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    this.chance.reconfigure(config.enterAfter, config.severeChanceRate);
     for (const link of this.all) link.window.resize(config.windowSize);
     this.applyRuns();
   }
 
   private applyRuns(): void {
-    for (const link of this.all) link.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, this.chance.severeRunNeeded);
+    for (const link of this.all) link.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter);
   }
 
   /** Suspends or resumes flagging (PipelineLinkTracker.suspend); true when what is reported changed. */
@@ -196,6 +196,40 @@ export class DataParallelLinkTracker {
       if (over === over) this.scratch[k++] = over;
     }
     this.nominalOffset = k >= MIN_PEERS ? Math.max(0, medianInPlace(this.scratch, k)) : 0;
+    this.readNoise();
+  }
+
+  /**
+   * The job's typical spread of a ring's samples, as PipelineLinkTracker.readNoise reads its links':
+   * the lower median over rings neither flagged nor above their reference, of each window's
+   * lower-half spread in log terms (a straggler's samples are not noise, and the lower half does not
+   * see the bursts a spell adds). With none healthy, the last reading stands.
+   */
+  private readNoise(): void {
+    let n = 0;
+    for (const link of this.all) {
+      if (link.hysteresis.active || link.window.size < this.config.baselineWarmup) continue;
+      const mid = link.window.median();
+      if (mid - this.reference(link) > this.config.dpMinExtraMs) continue;
+      const lo = link.window.quantile(0.25);
+      if (lo > 0 && mid >= lo) this.scratch[n++] = Math.log(mid / lo) / 0.6745;
+    }
+    if (n < MIN_PEERS) return;
+    const sorted = this.scratch.subarray(0, n).sort();
+    this.noiseSigma = sorted[(n - 1) >> 1];
+  }
+
+  /**
+   * The extra delay one ring sample must exceed besides dpMinExtraMs: NOISE_Z of the job's typical
+   * spread at the link's reference (held out, bench:outside: on lognormal ring medians of sigma 0.5
+   * under a slow drift, one healthy ring ran six samples in a row 1.6x its level, and a young 6 x 2
+   * job was re-mapped at iteration 347; the run ChanceRuns may ask for stops at 2 x enterAfter).
+   * Capped at half severeExtraMs: noise may hide a mild ring straggler, never a severe one.
+   */
+  private noiseFloorMs(ref: number): number {
+    const floor = NOISE_Z * this.noiseSigma * ref;
+    const cap = this.config.severeExtraMs / 2;
+    return floor > 0 ? (floor < cap ? floor : cap) : 0;
   }
 
   /** Every link with a sample, sorted by (fromRank, toRank); `byRankNumber` lists rank indices by rank number. Refreshes the peer median. */
@@ -257,7 +291,7 @@ export class DataParallelLinkTracker {
 
   private isBad(link: DataParallelLink, median: number): boolean {
     const ref = this.reference(link);
-    return median > this.config.dpSlowRatio * ref && median - ref > Math.max(this.config.minExtraMs, this.config.dpMinExtraMs);
+    return median > this.config.dpSlowRatio * ref && median - ref > Math.max(this.config.minExtraMs, this.config.dpMinExtraMs, this.noiseFloorMs(ref));
   }
 
   private find(from: number, to: number): DataParallelLink {

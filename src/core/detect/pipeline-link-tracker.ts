@@ -141,7 +141,7 @@ export class PipelineLinkTracker {
     this.tolerance = new Float64Array(this.links * dpSize).fill(Infinity);
     this.activeDirections = new Uint8Array(this.links * dpSize);
     this.severeEnter = this.severeEnterFor(0);
-    this.chance = new ChanceRuns(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    this.chance = new ChanceRuns(config.enterAfter, config.severeChanceRate);
   }
 
   /** Severe samples in a row that make a pipeline straggler at present (see DetectorConfig.severeChanceRate). */
@@ -211,7 +211,7 @@ export class PipelineLinkTracker {
       flipped = d.hysteresis.update(bad, severe, !sizedSevere);
       if (!wasActive) {
         this.countTail(flipped ? 0 : endedRun);
-        if (this.chance.count(endedBad, 0, 2 * this.links * this.dpSize)) this.applyRuns();
+        if (this.chance.count(endedBad, 2 * this.links * this.dpSize)) this.applyRuns();
       }
       d.sinceEntry = flipped ? 0 : d.sinceEntry + 1;
       if (flipped && d.hysteresis.active) d.entryRun = Math.min(this.config.enterAfter, d.badRun);
@@ -249,7 +249,7 @@ export class PipelineLinkTracker {
   reconfigure(config: DetectorConfig): void {
     this.config = config;
     this.severeEnter = this.severeEnterFor(this.rateRead);
-    this.chance.reconfigure(config.enterAfter, config.severeEnterAfter, config.severeChanceRate);
+    this.chance.reconfigure(config.enterAfter, config.severeChanceRate);
     for (const d of this.directions) d?.reconfigure(config, this.chance.badRunNeeded, this.severeEnter);
   }
 
