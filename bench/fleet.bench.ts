@@ -24,7 +24,9 @@ import { DEFAULT_DETECTOR_CONFIG } from '../src/core/detect/detector-config.type
 import { JobDetector } from '../src/core/detect/job-detector';
 import { LinkObservation } from '../src/core/detect/detection.type';
 import { DEFAULT_FLEET_CONFIG } from '../src/core/fleet/fleet-config.type';
+import { fleetLinkPrior } from '../src/core/fleet/fleet-link-prior';
 import { buildFleetView } from '../src/core/fleet/fleet-view';
+import { FleetView } from '../src/core/fleet/fleet-view.type';
 import { jobFleetEvidence } from '../src/core/fleet/job-fleet-evidence';
 import { JobFleetEvidence } from '../src/core/fleet/job-fleet-evidence.type';
 import { seededRandom } from '../src/core/planner/seeded-random';
@@ -79,6 +81,8 @@ interface Job {
   detector: JobDetector;
   noise: NoiseSource;
   iteration: number;
+  /** Straggler episodes of the job's detector (any link or rank flagged): start and end times, s. */
+  flagged: Array<{ fromS: number; toS: number }>;
 }
 
 function pipelineExtra(faults: Fault[], tS: number, a: number, b: number): number {
@@ -109,7 +113,7 @@ class Fleet {
   /** Evidence of finished jobs until it expires (fleet.ttlMs). */
   private readonly lingering: Array<{ evidence: JobFleetEvidence; untilS: number }> = [];
   /** Per job id, its nodes and lifetime (for ground truth). */
-  readonly history: Array<{ id: string; nodes: number[]; startS: number; endS: number }> = [];
+  readonly history: Array<{ id: string; nodes: number[]; startS: number; endS: number; flagged: Array<{ fromS: number; toS: number }> }> = [];
 
   constructor(readonly seed: number, readonly faults: Fault[]) {
     this.random = seededRandom(seed);
@@ -141,9 +145,10 @@ class Fleet {
       detector: new JobDetector({ stages: STAGES, dpSize: DP, ranks }, DEFAULT_DETECTOR_CONFIG),
       noise: new NoiseSource(NOISE, (this.seed * 7919 + this.next) | 0, ranks.map((r) => r.rank)),
       iteration: 0,
+      flagged: [],
     };
     this.jobs.push(job);
-    this.history.push({ id, nodes, startS: tS, endS: job.endS });
+    this.history.push({ id, nodes, startS: tS, endS: job.endS, flagged: job.flagged });
   }
 
   /** One iteration of every job at time tS. */
@@ -182,11 +187,23 @@ class Fleet {
       send(((dp + 1) % DP) * STAGES + pp, 'data-parallel', DP_MS);
       job.detector.observe(rank, it, { f: COMPUTE_MS.f * c, b: COMPUTE_MS.b * c, w: COMPUTE_MS.w * c }, links);
     }
+    const open = job.flagged.length > 0 && job.flagged[job.flagged.length - 1].toS === Infinity;
+    const now = job.detector.activeStragglerCount() > 0;
+    if (now && !open) job.flagged.push({ fromS: tS, toS: Infinity });
+    if (!now && open) job.flagged[job.flagged.length - 1].toS = tS;
+  }
+
+  /** Every running job's detector takes the view as its prior, as FleetService does (fleet.prior). */
+  tellPrior(view: FleetView): void {
+    for (const job of this.jobs) job.detector.setFleetPrior(fleetLinkPrior(view, job.id, this.places(job)));
+  }
+
+  private places(job: Job): Array<{ rank: number; node: string; locality: string }> {
+    return job.nodes.map((node, rank) => ({ rank, node: nodeName(node), locality: rackOf(node) }));
   }
 
   private evidenceOf(job: Job, tS: number): JobFleetEvidence {
-    const ranks = job.nodes.map((node, rank) => ({ rank, node: nodeName(node), locality: rackOf(node) }));
-    return jobFleetEvidence(job.id, tS * 1000, ranks, job.detector.snapshot(), 512);
+    return jobFleetEvidence(job.id, tS * 1000, this.places(job), job.detector.snapshot(), 512);
   }
 
   /** What the replicas would read from Redis now. */
@@ -201,7 +218,8 @@ interface Tick {
   suspects: string[];
 }
 
-function runFleet(seed: number, faults: Fault[], seconds: number): { ticks: Tick[]; fleet: Fleet; observeMs: number; viewMs: number; computations: number } {
+/** `prior`: every job's detector takes each view as its prior (fleet.prior, shipped on). */
+function runFleet(seed: number, faults: Fault[], seconds: number, prior: boolean): { ticks: Tick[]; fleet: Fleet; observeMs: number; viewMs: number; computations: number } {
   const fleet = new Fleet(seed, faults);
   const ticks: Tick[] = [];
   let observeMs = 0;
@@ -215,6 +233,7 @@ function runFleet(seed: number, faults: Fault[], seconds: number): { ticks: Tick
     const t1 = performance.now();
     const view = buildFleetView(fleet.evidence(tS), DEFAULT_FLEET_CONFIG);
     viewMs += performance.now() - t1;
+    if (prior) fleet.tellPrior(view);
     ticks.push({ tS, suspects: view.suspects.map((s) => s.id) });
   }
   return { ticks, fleet, observeMs, viewMs, computations: ticks.length };
@@ -239,6 +258,50 @@ function episodes(ticks: Tick[]): Map<string, Array<{ fromS: number; toS: number
   return out;
 }
 
+type Run = ReturnType<typeof runFleet>;
+
+function median(xs: number[]): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[(s.length - 1) >> 1];
+}
+
+/**
+ * What the fleet prior does to the jobs' own detection (issue 31, step 4). Per culprit and affected
+ * job: iterations from when the fault reached the job (its onset, or the job's start on a culprit
+ * already active) until the job's detector flagged anything (0 when it already was); split by
+ * whether the culprit was already named then (only those can gain from the prior).
+ */
+function jobDetection(run: Run, faults: Fault[], seconds: number) {
+  return faults.map((f) => {
+    const named = run.ticks.find((t) => t.tS >= f.fromS && t.tS < f.toS && t.suspects.includes(f.id))?.tS ?? null;
+    const rows = run.fleet.history
+      .filter((j) => affects(f, j.nodes) && j.startS < Math.min(f.toS, seconds) && j.endS > f.fromS)
+      .map((j) => {
+        const from = Math.max(j.startS, f.fromS);
+        const until = Math.min(f.toS, j.endS, seconds);
+        const e = j.flagged.find((x) => x.toS > from && x.fromS < until);
+        return { afterNamed: named !== null && from >= named, iterations: e ? Math.max(0, e.fromS - from) / ITERATION_S : null };
+      });
+    const summary = (list: typeof rows) => {
+      const seen = list.filter((r) => r.iterations !== null).map((r) => r.iterations!);
+      return { jobs: list.length, missed: list.length - seen.length, median: median(seen), max: seen.length > 0 ? Math.max(...seen) : null, first: seen.filter((x) => x <= 1).length };
+    };
+    return { id: f.id, all: summary(rows), afterNamed: summary(rows.filter((r) => r.afterNamed)) };
+  });
+}
+
+/** Straggler episodes a healthy fleet's jobs flagged (no fault: every one is false), per job-day. */
+function falseFlags(run: Run, seconds: number) {
+  let episodes = 0;
+  let jobSeconds = 0;
+  for (const j of run.fleet.history) {
+    episodes += j.flagged.length;
+    jobSeconds += Math.max(0, Math.min(j.endS, seconds) - j.startS);
+  }
+  return { episodes, jobDays: jobSeconds / 86400, perJobDay: jobSeconds > 0 ? episodes / (jobSeconds / 86400) : null };
+}
+
 function main(): void {
   const stamp = startStamp();
   const seed = Number(process.env.PIPEMORPH_BENCH_SEED ?? 31);
@@ -252,7 +315,8 @@ function main(): void {
   // Detectors hold a healed straggler for detection.leaveAfter samples: a culprit named shortly after
   // healing is late, not false. Bounded by two fleet intervals plus that.
   const graceS = 2 * INTERVAL_ITERATIONS * ITERATION_S + DEFAULT_DETECTOR_CONFIG.leaveAfter * ITERATION_S;
-  const run = runFleet(seed, faults, faultSeconds);
+  const run = runFleet(seed, faults, faultSeconds, true);
+  const runOff = runFleet(seed, faults, faultSeconds, false);
   const culprits = faults.map((f) => {
     // The affected jobs, in the order their reports began to show the fault.
     const since = run.fleet.history.filter((j) => affects(f, j.nodes) && j.startS < f.toS && j.endS > f.fromS).map((j) => Math.max(j.startS, f.fromS)).sort((a, b) => a - b);
@@ -293,7 +357,13 @@ function main(): void {
     }
   }
   const healthySeconds = healthyHours * 3600;
-  const healthy = runFleet(seed + 1, [], healthySeconds);
+  const healthy = runFleet(seed + 1, [], healthySeconds, true);
+  const healthyOff = runFleet(seed + 1, [], healthySeconds, false);
+  const prior = {
+    detection: { on: jobDetection(run, faults, faultSeconds), off: jobDetection(runOff, faults, faultSeconds) },
+    falseFlags: { on: falseFlags(healthy, healthySeconds), off: falseFlags(healthyOff, healthySeconds) },
+    offLocalisation: { recall: faults.filter((f) => runOff.ticks.some((t) => t.tS >= f.fromS && t.tS < f.toS && t.suspects.includes(f.id))).length / faults.length },
+  };
   const healthyEpisodes = [...episodes(healthy.ticks)].flatMap(([id, list]) => list.map((e) => ({ id, ...e })));
   const result = {
     generatedAt: new Date().toISOString(),
@@ -322,6 +392,7 @@ function main(): void {
       falseSuspectsPerFleetDay: (healthyEpisodes.length / healthyHours) * 24,
       episodes: healthyEpisodes.slice(0, 20),
     },
+    prior,
     cost: {
       viewMsPerComputation: (run.viewMs + healthy.viewMs) / (run.computations + healthy.computations),
       simulatedIterationsPerSecond: ((faultSeconds + healthySeconds) / ITERATION_S / ((run.observeMs + healthy.observeMs) / 1000)) * JOBS,
@@ -331,7 +402,7 @@ function main(): void {
   const dir = join(__dirname, '..', ...(__dirname.includes(join('dist', 'bench')) ? ['..'] : []), 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'fleet.json'), JSON.stringify(result, null, 2) + '\n');
-  console.log(JSON.stringify({ culprits, precision: result.faults.precision, recall: result.faults.recall, falseSuspects: result.faults.falseSuspects, healthy: { falseSuspectEpisodes: healthyEpisodes.length, perFleetDay: result.healthy.falseSuspectsPerFleetDay }, cost: result.cost }, null, 1));
+  console.log(JSON.stringify({ prior, culprits, precision: result.faults.precision, recall: result.faults.recall, falseSuspects: result.faults.falseSuspects, healthy: { falseSuspectEpisodes: healthyEpisodes.length, perFleetDay: result.healthy.falseSuspectsPerFleetDay }, cost: result.cost }, null, 1));
 }
 
 main();

@@ -731,6 +731,22 @@ function fleetTable(r: Json): string {
   lines.push(`| false suspects during the faults | ${f.falseSuspects.length === 0 ? 'none' : f.falseSuspects.map((x: string) => `\`${x}\``).join(', ')} |`);
   lines.push(`| false suspects on healthy noisy traffic | ${h.falseSuspectEpisodes} in ${fmt(h.hours)} fleet-hours (${fmt(h.falseSuspectsPerFleetDay, 1)} per fleet-day; ${h.jobsRun} jobs, ${h.computations} computations) |`);
   lines.push(`| cost of one view (${r.fleet.jobsAtATime} jobs, ${r.fleet.nodes} nodes) | ${fmt(r.cost.viewMsPerComputation, 2)} ms |`);
+  if (r.prior) {
+    // Each job's own detection with the fleet as its prior (fleet.prior, shipped on) and without.
+    const p = r.prior;
+    const cell = (x: Json) => (x.jobs === 0 ? '-' : `${x.median === null ? '-' : fmt(x.median)} / ${x.max === null ? '-' : fmt(x.max)}${x.missed ? `, **${x.missed} never**` : ''} (${x.first} of ${x.jobs} on the 1st)`);
+    lines.push('');
+    lines.push('Each affected job\'s own detector, iterations from the fault reaching it to its first flag, median / max (and how many flagged on the first slow iteration), with the fleet prior (`fleet.prior`, shipped on) and without. "After named": the fault reached the job after the fleet had named the culprit (jobs placed on it later), the only ones the prior can speed up:');
+    lines.push('');
+    lines.push('| culprit | all jobs, prior on | all jobs, prior off | after named, prior on | after named, prior off |');
+    lines.push('|---|---|---|---|---|');
+    (p.detection.on as Json[]).forEach((on, k) => {
+      const off = p.detection.off[k];
+      lines.push(`| \`${on.id}\` | ${cell(on.all)} | ${cell(off.all)} | ${cell(on.afterNamed)} | ${cell(off.afterNamed)} |`);
+    });
+    lines.push('');
+    lines.push(`False flags on the healthy fleet (any straggler a job's detector flagged, all false): ${p.falseFlags.on.episodes} with the prior, ${p.falseFlags.off.episodes} without, in ${fmt(p.falseFlags.on.jobDays, 1)} job-days. Culprits named without the prior: ${fmt(100 * p.offLocalisation.recall, 0)}%.`);
+  }
   return lines.join('\n');
 }
 

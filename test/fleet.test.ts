@@ -111,6 +111,14 @@ it('both replicas name the bad NIC, the same view; it survives a lost replica an
   const metrics = await (await fetch(`${daemons[1].url}/metrics`)).text();
   expect(metrics).toMatch(/^pipemorph_fleet_suspect_confidence\{kind="nic",target="bad"\} 0\.\d+$/m);
   expect(metrics).toMatch(/^pipemorph_fleet_suspects\{kind="nic"\} 1$/m);
+  // Step 4: every job's detector takes the view as its prior. The six links through `bad` (two in
+  // each of jobs a, b, c; the suspect is named on the other two jobs' evidence too) are known slow.
+  const priorSlow = async () => {
+    let sum = 0;
+    for (const d of daemons) sum += Number((await (await fetch(`${d.url}/metrics`)).text()).match(/^pipemorph_fleet_prior_slow_links (\d+)$/m)?.[1] ?? NaN);
+    return sum;
+  };
+  await waitFor('the led jobs\' detectors know the six links through bad are slow', async () => (await priorSlow()) === 6, 5000, 50);
 
   // Redis lost the fleet's keys: every replica re-writes its jobs' evidence within an interval.
   await redis.del(FLEET_INDEX, ...Object.keys(PLACEMENT).map(fleetEvidenceKey));

@@ -1,6 +1,6 @@
 import { ChanceRuns } from './chance-runs';
 import { DetectorConfig } from './detector-config.type';
-import { DataParallelLinkState, LinkError, LinkObservation } from './detection.type';
+import { DataParallelLinkState, FleetLinkPrior, LinkError, LinkObservation } from './detection.type';
 import { Hysteresis } from './hysteresis';
 import { LearnedBaseline } from './learned-baseline';
 import { medianInPlace } from './median-select';
@@ -28,15 +28,17 @@ class DataParallelLink {
   suppressed = false;
   /** Bad samples in a row (the run ChanceRuns counts when it ends by chance). */
   badStreak = 0;
+  /** What the fleet knows of it (JobDetector.setFleetPrior). */
+  fleet: FleetLinkPrior | null = null;
 
   constructor(
     readonly from: number,
     readonly to: number,
     config: DetectorConfig,
-    chance: ChanceRuns,
+    enter: number,
   ) {
     this.window = new SlidingWindow(config.windowSize);
-    this.hysteresis = new Hysteresis(chance.badRunNeeded, config.leaveAfter);
+    this.hysteresis = new Hysteresis(enter, config.leaveAfter);
   }
 }
 
@@ -64,6 +66,7 @@ export class DataParallelLinkTracker {
   private active = 0;
   private suspended = false;
   private readonly chance: ChanceRuns;
+  private fleetPrior: ((from: number, to: number) => FleetLinkPrior | null) | null = null;
 
   constructor(
     private config: DetectorConfig,
@@ -156,7 +159,22 @@ export class DataParallelLinkTracker {
   }
 
   private applyRuns(): void {
-    for (const link of this.all) link.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter);
+    for (const link of this.all) link.hysteresis.reconfigure(this.enterOf(link), this.config.leaveAfter);
+  }
+
+  /**
+   * What the fleet knows of each link, by rank indices (null: nothing), as PipelineLinkTracker's
+   * setFleetPrior: a link the fleet names slow is flagged on its first bad sample. Kept for links
+   * not seen yet.
+   */
+  setFleetPrior(prior: ((from: number, to: number) => FleetLinkPrior | null) | null): void {
+    this.fleetPrior = prior;
+    for (const link of this.all) link.fleet = prior ? prior(link.from, link.to) : null;
+    this.applyRuns();
+  }
+
+  private enterOf(link: DataParallelLink): number {
+    return link.fleet === 'slow' ? 1 : this.chance.badRunNeeded;
   }
 
   /** Suspends or resumes flagging (PipelineLinkTracker.suspend); true when what is reported changed. */
@@ -297,7 +315,9 @@ export class DataParallelLinkTracker {
   private find(from: number, to: number): DataParallelLink {
     const list = this.outgoing[from];
     for (let i = 0; i < list.length; i++) if (list[i].to === to) return list[i];
-    const link = new DataParallelLink(from, to, this.config, this.chance);
+    const fleet = this.fleetPrior ? this.fleetPrior(from, to) : null;
+    const link = new DataParallelLink(from, to, this.config, fleet === 'slow' ? 1 : this.chance.badRunNeeded);
+    link.fleet = fleet;
     const toRank = this.rankOf[to];
     let i = list.length;
     list.push(link);

@@ -17,6 +17,9 @@ export interface JobTopology {
 }
 
 /** One iteration of one link a rank sends on: per-message transfer time, median and max, ms. */
+/** What the fleet knows of a link (fleetLinkPrior): `slow`, it runs through a suspect other jobs named, and its first bad sample flags it. */
+export type FleetLinkPrior = 'slow';
+
 export interface LinkObservation {
   peer: number;
   kind: 'pipeline' | 'data-parallel';

@@ -1,6 +1,6 @@
 import { InputError } from '../input-error';
 import { DataParallelLinkTracker } from './data-parallel-link-tracker';
-import { ComputeObservation, DetectionNoise, DetectionSnapshot, JobTopology, LinkObservation, ObserveResult } from './detection.type';
+import { ComputeObservation, DetectionNoise, DetectionSnapshot, FleetLinkPrior, JobTopology, LinkObservation, ObserveResult } from './detection.type';
 import { DetectorConfig, validateDetectorConfig } from './detector-config.type';
 import { BACKWARD, FORWARD, NominalNetwork, PipelineLinkTracker } from './pipeline-link-tracker';
 import { RankComputeTracker } from './rank-compute-tracker';
@@ -46,6 +46,7 @@ export class JobDetector {
   private readonly compute: RankComputeTracker;
   private knobs: DetectorConfig;
   private suspended = false;
+  private priorLinks = 0;
 
   constructor(topology: JobTopology, config: DetectorConfig, nominal?: { latencyMs?: number; gbps?: number }) {
     const problems = validateDetectorConfig(config);
@@ -168,6 +169,42 @@ export class JobDetector {
    */
   setTolerance(dp: number, link: number, toleranceMs: number): void {
     this.pipeline.setTolerance(dp, link, toleranceMs);
+  }
+
+  /**
+   * What the fleet knows of the job's links (fleetLinkPrior), by rank numbers; null forgets it.
+   * A link the fleet names slow becomes a straggler on its first bad sample. Judged from each
+   * link's next sample.
+   */
+  setFleetPrior(prior: ((fromRank: number, toRank: number) => FleetLinkPrior | null) | null): void {
+    const S = this.stages;
+    const dpSize = this.indexAt.length / S;
+    this.priorLinks = 0;
+    for (let dp = 0; dp < dpSize; dp++) {
+      for (let link = 0; link + 1 < S; link++) {
+        const up = this.indexAt[dp * S + link];
+        const down = this.indexAt[dp * S + link + 1];
+        const told = prior && up >= 0 && down >= 0 ? prior(this.rankOf[up], this.rankOf[down]) : null;
+        if (told) this.priorLinks++;
+        this.pipeline.setFleetPrior(dp, link, told);
+      }
+    }
+    this.dataParallel.setFleetPrior(prior ? (from, to) => prior(this.rankOf[from], this.rankOf[to]) : null);
+    if (!prior) return;
+    // Rings: each rank to the same stage of the next replica, as rank reports name them.
+    for (let dp = 0; dpSize > 1 && dp < dpSize; dp++) {
+      for (let pp = 0; pp < S; pp++) {
+        const from = this.indexAt[dp * S + pp];
+        const to = this.indexAt[((dp + 1) % dpSize) * S + pp];
+        const told = from >= 0 && to >= 0 ? prior(this.rankOf[from], this.rankOf[to]) : null;
+        if (told) this.priorLinks++;
+      }
+    }
+  }
+
+  /** Links the fleet prior last set names slow (pipeline links, and ring links one per direction). */
+  fleetPriorLinks(): number {
+    return this.priorLinks;
   }
 
   snapshot(): DetectionSnapshot {

@@ -1,5 +1,5 @@
 import { DetectorConfig } from './detector-config.type';
-import { LinkError, LinkObservation, PipelineLinkState, PipelineStragglerReason } from './detection.type';
+import { FleetLinkPrior, LinkError, LinkObservation, PipelineLinkState, PipelineStragglerReason } from './detection.type';
 import { ChanceRuns } from './chance-runs';
 import { Hysteresis } from './hysteresis';
 import { LinkEstimator } from './link-estimator';
@@ -109,6 +109,8 @@ export class PipelineLinkTracker {
   private readonly tolerance: Float64Array;
   /** Per link: how many of its two directions are stragglers. */
   private readonly activeDirections: Uint8Array;
+  /** Per link: 1 when the fleet names it slow (setFleetPrior). */
+  private readonly fleet: Uint8Array;
   private activeLinks = 0;
   private tracked = 0;
   private suspended = false;
@@ -140,6 +142,7 @@ export class PipelineLinkTracker {
     this.directions = new Array<Direction | undefined>(2 * this.links * dpSize).fill(undefined);
     this.tolerance = new Float64Array(this.links * dpSize).fill(Infinity);
     this.activeDirections = new Uint8Array(this.links * dpSize);
+    this.fleet = new Uint8Array(this.links * dpSize);
     this.severeEnter = this.severeEnterFor(0);
     this.chance = new ChanceRuns(config.enterAfter, config.severeChanceRate);
   }
@@ -176,7 +179,7 @@ export class PipelineLinkTracker {
     const slot = 2 * li + direction;
     let d = this.directions[slot];
     if (d === undefined) {
-      d = new Direction(this.config, this.nominalMs(sample.bytes), this.chance.badRunNeeded, this.severeEnter);
+      d = new Direction(this.config, this.nominalMs(sample.bytes), this.enterOf(li), this.severeEnterOf(li));
       d.estimator.calibrate(this.nominalOffset);
       this.directions[slot] = d;
       this.tracked++;
@@ -206,7 +209,7 @@ export class PipelineLinkTracker {
       // A run of bad samples whose median is severe is a severe straggler: it needs the severe run the
       // job's tail asks for (severeEnterAfter, raised on a heavy-tailed job), not only enterAfter bad
       // samples, or a mild sample and two chance tail samples would make one (issue 29).
-      const sizedSevere = bad && d.severeRun < this.severeEnter && d.estimator.recentExtraMs(Math.min(this.config.enterAfter, d.badRun)) >= this.config.severeExtraMs;
+      const sizedSevere = bad && d.severeRun < this.severeEnterOf(li) && d.estimator.recentExtraMs(Math.min(this.config.enterAfter, d.badRun)) >= this.config.severeExtraMs;
       const wasActive = d.hysteresis.active;
       flipped = d.hysteresis.update(bad, severe, !sizedSevere);
       if (!wasActive) {
@@ -250,11 +253,33 @@ export class PipelineLinkTracker {
     this.config = config;
     this.severeEnter = this.severeEnterFor(this.rateRead);
     this.chance.reconfigure(config.enterAfter, config.severeChanceRate);
-    for (const d of this.directions) d?.reconfigure(config, this.chance.badRunNeeded, this.severeEnter);
+    this.directions.forEach((d, slot) => d?.reconfigure(config, this.enterOf(slot >> 1), this.severeEnterOf(slot >> 1)));
   }
 
   private applyRuns(): void {
-    for (const d of this.directions) d?.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, this.severeEnter);
+    this.directions.forEach((d, slot) => d?.hysteresis.reconfigure(this.enterOf(slot >> 1), this.config.leaveAfter, this.severeEnterOf(slot >> 1)));
+  }
+
+  /**
+   * What the fleet knows of link (dp, link) (fleetLinkPrior; null: nothing). On a link the fleet
+   * names slow the first bad sample makes a straggler. Takes effect from each direction's next sample.
+   */
+  setFleetPrior(dp: number, link: number, prior: FleetLinkPrior | null): void {
+    if (!Number.isInteger(dp) || !Number.isInteger(link) || dp < 0 || dp >= this.dpSize || link < 0 || link >= this.links) return;
+    const li = dp * this.links + link;
+    const code = prior === 'slow' ? 1 : 0;
+    if (this.fleet[li] === code) return;
+    this.fleet[li] = code;
+    for (const d of [this.directions[2 * li], this.directions[2 * li + 1]]) d?.hysteresis.reconfigure(this.enterOf(li), this.config.leaveAfter, this.severeEnterOf(li));
+  }
+
+  /** Bad samples in a row that make link li's directions stragglers: the job's run, 1 where the fleet names the link slow. */
+  private enterOf(li: number): number {
+    return this.fleet[li] === 1 ? 1 : this.chance.badRunNeeded;
+  }
+
+  private severeEnterOf(li: number): number {
+    return this.fleet[li] === 1 ? 1 : this.severeEnter;
   }
 
   /** Bad samples in a row that make a straggler now (enterAfter, raised on a noisy job: ChanceRuns). */
@@ -283,7 +308,7 @@ export class PipelineLinkTracker {
     const k = this.severeEnterFor(this.rateRead);
     if (k === this.severeEnter) return;
     this.severeEnter = k;
-    for (const d of this.directions) d?.hysteresis.reconfigure(this.chance.badRunNeeded, this.config.leaveAfter, k);
+    this.applyRuns();
   }
 
   /**

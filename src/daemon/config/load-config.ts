@@ -77,6 +77,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): PipemorphConfi
   if (!('rebalance' in raw)) raw.rebalance = { ...defaults.rebalance };
   // Added with the fleet view (docs/fleet.md).
   if (!('fleet' in raw)) raw.fleet = { ...defaults.fleet };
+  // Added with the fleet prior (docs/fleet.md): a fleet section without it gets the default.
+  const fleet = raw.fleet as Record<string, unknown> | undefined;
+  if (typeof fleet === 'object' && fleet !== null && !('prior' in fleet)) fleet.prior = defaults.fleet.prior;
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (name in ALIASES) setPath(raw, ALIASES[name], parseValue(value, name, ALIASES[name]), `environment ${name}`);

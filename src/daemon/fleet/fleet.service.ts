@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
+import { fleetLinkPrior } from '../../core/fleet/fleet-link-prior';
 import { buildFleetView } from '../../core/fleet/fleet-view';
 import { FleetView } from '../../core/fleet/fleet-view.type';
 import { jobFleetEvidence } from '../../core/fleet/job-fleet-evidence';
@@ -66,7 +67,24 @@ export class FleetService {
     const view = buildFleetView(all, fleetConfigOf(this.config));
     this.latest = { ...view, replica: this.registry.replicaId, enabled: true, computedAt: now };
     this.export(view);
+    this.applyPrior(view);
     return this.latest;
+  }
+
+  /**
+   * Every led job's detector takes the new view as its prior (fleet.prior; fleetLinkPrior): links
+   * through a suspect other jobs named flag on their first bad sample. With fleet.prior off, jobs
+   * are told nothing.
+   */
+  private applyPrior(view: FleetView): void {
+    if (!this.config.fleet.prior) return;
+    let slow = 0;
+    for (const job of this.registry.all()) {
+      if (job.released) continue;
+      job.detector.setFleetPrior(fleetLinkPrior(view, job.jobId, job.spec.ranks));
+      slow += job.detector.fleetPriorLinks();
+    }
+    this.metrics.fleetPriorLinks.set(slow);
   }
 
   private export(view: FleetView): void {

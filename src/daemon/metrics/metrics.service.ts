@@ -112,6 +112,7 @@ export class MetricsService {
   });
   readonly fleetSuspects = new Gauge({ name: 'pipemorph_fleet_suspects', help: 'Current fleet suspects, by kind.', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly fleetJobs = new Gauge({ name: 'pipemorph_fleet_jobs', help: 'Jobs whose evidence the fleet view was last computed from (every replica\'s).', registers: [this.registry] });
+  readonly fleetPriorLinks = new Gauge({ name: 'pipemorph_fleet_prior_slow_links', help: 'Links of the jobs this replica leads that the fleet prior names slow (flagged on their first bad sample).', registers: [this.registry] });
   readonly fleetComputed = new Gauge({ name: 'pipemorph_fleet_computed_timestamp_seconds', help: 'When this replica last computed the fleet view (Unix time).', registers: [this.registry] });
 
   // --- control and schedules ---

@@ -618,6 +618,7 @@ export const configSchema = {
       "description": "The fleet view: evidence every replica records from the jobs it leads, and the suspects (NIC, uplink, boundary, node pair, GPU) localised from all of it (docs/fleet.md). A config file without this section gets the defaults.",
       "required": [
         "enabled",
+        "prior",
         "intervalMs",
         "ttlMs",
         "maxJobs",
@@ -637,6 +638,10 @@ export const configSchema = {
       "properties": {
         "enabled": {
           "type": "boolean"
+        },
+        "prior": {
+          "type": "boolean",
+          "description": "every led job's detector takes the view as a prior: a link through a suspect other jobs named is flagged on its first bad sample (docs/fleet.md)"
         },
         "intervalMs": {
           "type": "integer",
