@@ -48,6 +48,13 @@ const TTL_S = 30;
 const PIPELINE_MS = 2;
 const DP_MS = 3;
 const COMPUTE_MS = { f: 10, b: 12, w: 8 };
+/**
+ * The registrations' nominal network (optional in the protocol; Megatron-style launchers know their
+ * fabric): a 16 MiB send in 1.9 ms, a little optimistic for the pipeline links (2 ms) and more for
+ * the rings (3 ms), as registrations are. It lets a job placed on a node whose NIC is already bad
+ * judge its first samples; without one, a link slow from its first sample has no healthy level.
+ */
+const NOMINAL = { latencyMs: 0.1, gbps: 2 ** 24 / 1.8e6 };
 const LIFETIME_S = [15 * 60, 45 * 60];
 /** The detection corpus's noise (its baseNoise()). */
 const NOISE: NoiseSpec[] = [
@@ -142,11 +149,12 @@ class Fleet {
       startS: tS,
       // The first jobs are part-way through their lives: the fleet is in steady state from the start.
       endS: tS + (initial ? this.random() * life : life),
-      detector: new JobDetector({ stages: STAGES, dpSize: DP, ranks }, DEFAULT_DETECTOR_CONFIG),
+      detector: new JobDetector({ stages: STAGES, dpSize: DP, ranks }, DEFAULT_DETECTOR_CONFIG, NOMINAL),
       noise: new NoiseSource(NOISE, (this.seed * 7919 + this.next) | 0, ranks.map((r) => r.rank)),
       iteration: 0,
       flagged: [],
     };
+    if (this.priorView) job.detector.setFleetPrior(fleetLinkPrior(this.priorView, job.id, this.places(job)));
     this.jobs.push(job);
     this.history.push({ id, nodes, startS: tS, endS: job.endS, flagged: job.flagged });
   }
@@ -193,8 +201,12 @@ class Fleet {
     if (!now && open) job.flagged[job.flagged.length - 1].toS = tS;
   }
 
+  /** The newest view, once jobs take it as their prior: jobs placed later start with it (JobRegistry.setFleetView). */
+  private priorView: FleetView | null = null;
+
   /** Every running job's detector takes the view as its prior, as FleetService does (fleet.prior). */
   tellPrior(view: FleetView): void {
+    this.priorView = view;
     for (const job of this.jobs) job.detector.setFleetPrior(fleetLinkPrior(view, job.id, this.places(job)));
   }
 

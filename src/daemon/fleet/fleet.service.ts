@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
-import { fleetLinkPrior } from '../../core/fleet/fleet-link-prior';
 import { buildFleetView } from '../../core/fleet/fleet-view';
 import { FleetView } from '../../core/fleet/fleet-view.type';
 import { jobFleetEvidence } from '../../core/fleet/job-fleet-evidence';
@@ -72,19 +71,12 @@ export class FleetService {
   }
 
   /**
-   * Every led job's detector takes the new view as its prior (fleet.prior; fleetLinkPrior): links
-   * through a suspect other jobs named flag on their first bad sample. With fleet.prior off, jobs
-   * are told nothing.
+   * Every led job's detector takes the new view as its prior (fleet.prior; fleetLinkPrior), and so
+   * does each job the replica starts to lead until the next view: links through a suspect other
+   * jobs named flag on their first bad sample. With fleet.prior off, jobs are told nothing.
    */
   private applyPrior(view: FleetView): void {
-    if (!this.config.fleet.prior) return;
-    let slow = 0;
-    for (const job of this.registry.all()) {
-      if (job.released) continue;
-      job.detector.setFleetPrior(fleetLinkPrior(view, job.jobId, job.spec.ranks));
-      slow += job.detector.fleetPriorLinks();
-    }
-    this.metrics.fleetPriorLinks.set(slow);
+    this.metrics.fleetPriorLinks.set(this.registry.setFleetView(view));
   }
 
   private export(view: FleetView): void {

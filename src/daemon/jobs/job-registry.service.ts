@@ -9,6 +9,8 @@ import { MetricsService } from '../metrics/metrics.service';
 import { OverridesService } from '../overrides/overrides.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
+import { fleetLinkPrior } from '../../core/fleet/fleet-link-prior';
+import { FleetView } from '../../core/fleet/fleet-view.type';
 import { JobRuntime } from './job-runtime';
 
 /** Whether a schedule covers exactly this job's replicas, stages and microbatches. */
@@ -78,6 +80,8 @@ export class JobRegistry {
    */
   readonly replicaId: string;
   private readonly owned = new Map<string, JobRuntime>();
+  /** The newest fleet view (FleetService), handed to each job this replica starts to lead as its prior (fleet.prior). */
+  private fleetView: FleetView | null = null;
   private readonly byReportsStream = new Map<string, JobRuntime>();
   /** Jobs just taken: their idle pending entries must be claimed before new ones are read. */
   private readonly adoptedSinceClaim = new Set<string>();
@@ -99,6 +103,22 @@ export class JobRegistry {
     private readonly overrides: OverridesService,
   ) {
     this.replicaId = config.jobs.ownerId || `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  /**
+   * The newest fleet view: every led job takes it as its prior now (fleet.prior), and each job
+   * this replica starts to lead from now on. Returns the links known slow across the led jobs.
+   */
+  setFleetView(view: FleetView): number {
+    this.fleetView = view;
+    if (!this.config.fleet.prior) return 0;
+    let slow = 0;
+    for (const job of this.owned.values()) {
+      if (job.released) continue;
+      job.setFleetPrior(fleetLinkPrior(view, job.jobId, job.spec.ranks));
+      slow += job.detector.fleetPriorLinks();
+    }
+    return slow;
   }
 
   get(jobId: string): JobRuntime | undefined {
@@ -297,6 +317,7 @@ export class JobRegistry {
     await this.overrides.adopt(job, previous);
     if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);
     if (pending) await this.publisher.abandonPending(job, pending);
+    if (this.fleetView && this.config.fleet.prior) job.setFleetPrior(fleetLinkPrior(this.fleetView, jobId, spec.ranks));
     this.owned.set(jobId, job);
     this.byReportsStream.set(keys.reports, job);
     this.adoptedSinceClaim.add(jobId);

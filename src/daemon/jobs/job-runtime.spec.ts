@@ -58,6 +58,20 @@ describe('JobRuntime: topology changes', () => {
     expect(job.detector).toBe(rebuilt);
   });
 
+  it('keeps the fleet prior on the detector a re-map builds: ranks keep their nodes', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    // The fleet names node a's NIC: the pipeline link 0 -> 2 (nodes a, b) and the ring 0 -> 4 (a, c) run through it.
+    const nicA = (from: number, to: number) => (registration.ranks[from].node === 'a' || registration.ranks[to].node === 'a' ? 'slow' as const : null);
+    job.setFleetPrior(nicA);
+    expect(job.detector.fleetPriorLinks()).toBe(3); // link 0 -> 2, rings 0 -> 4 and 4 -> 0
+    job.noteCommitted(schedule(5, swapped));
+    expect(job.layout.acceptReport(5, 20)).toBe('switched');
+    // Now 0 -> 4 is the pipeline link through a, and its ring is 0 -> 2 (and back).
+    expect(job.detector.fleetPriorLinks()).toBe(3);
+    job.setFleetPrior(null);
+    expect(job.detector.fleetPriorLinks()).toBe(0);
+  });
+
   it('adopts the committed layout at once when a replica takes the job over', () => {
     const job = new JobRuntime(registration, 2, DEFAULT_DETECTOR_CONFIG);
     job.noteCommitted(schedule(6, { ...swapped, moved: [] }), true);

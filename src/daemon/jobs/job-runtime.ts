@@ -1,3 +1,4 @@
+import { FleetLinkPriorOf } from '../../core/fleet/fleet-link-prior';
 import { JobControlInput, PipelineGroupPlan, TopologyView } from '../../core/control/control-input.type';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { RankPosition } from '../../core/detect/detection.type';
@@ -99,6 +100,11 @@ export class JobRuntime {
   /** The detector of the layout in force. */
   get detector(): JobDetector {
     return this.layout.detector;
+  }
+
+  /** The fleet's prior on the job's links (fleetLinkPrior), kept for the detectors of later layouts too. */
+  setFleetPrior(prior: FleetLinkPriorOf | null): void {
+    this.layout.setFleetPrior(prior);
   }
 
   /** The reporting ranks (tp 0) at their current slots. */

@@ -1,3 +1,4 @@
+import { FleetLinkPriorOf } from '../../core/fleet/fleet-link-prior';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { RankPosition } from '../../core/detect/detection.type';
 import { JobDetector, JobTopology } from '../../core/detect/job-detector';
@@ -28,6 +29,7 @@ export class LayoutTracker {
   private holdUntil = -1;
   private staleReports = 0;
   private flaggingSuspended = false;
+  private fleetPrior: FleetLinkPriorOf | null = null;
 
   constructor(private readonly spec: JobSpecView, private detection: DetectorConfig) {
     this.place([...spec.reportingPositions]);
@@ -62,6 +64,12 @@ export class LayoutTracker {
   /** The detector of the layout in force (rebuilt when a re-map is applied). */
   get detector(): JobDetector {
     return this.jobDetector;
+  }
+
+  /** The fleet's prior on the job's links, by rank numbers: set on the detector in force and on every later one. */
+  setFleetPrior(prior: FleetLinkPriorOf | null): void {
+    this.fleetPrior = prior;
+    this.jobDetector.setFleetPrior(prior);
   }
 
   /** The layout the ranks' reports describe: null = the registration's. */
@@ -138,6 +146,8 @@ export class LayoutTracker {
     const detector = new JobDetector(topology, this.detection, this.nominal());
     // A fresh detector flags nothing new while detection is paused: what the old one held back or flagged is not carried over.
     if (this.flaggingSuspended) detector.suspend(true);
+    // Ranks keep their nodes across a re-map: what the fleet knows of a node pair still holds.
+    if (this.fleetPrior) detector.setFleetPrior(this.fleetPrior);
     this.jobDetector = detector;
   }
 
