@@ -387,6 +387,11 @@ function scaleTable(r: Json): string {
     `| scale | ${scale.seconds} s, ${scale.ranks.toLocaleString('en-US')} ranks in ${scale.jobs} jobs (${shapes}), one iteration every 2-5 s per job | ${scale.reports.toLocaleString('en-US')} reports, ${fmt(scale.reportsPerSecond)} per second; load generator CPU ${fmt(scale.loadGenerator.cpuMicrosPerReport)} µs per report, never behind its pace by more than ${fmt(scale.maxBehindPaceMs)} ms |`,
     `| scale | control loop, 8 x 32 jobs (the reports decided on -> prepare, on Redis's clock; goal p99 < 20 ms) | ${loop(scale.controlLoopMs['8x32'])} (${yes(r.goals.controlLoop8x32P99Under20Ms)}) |`,
     `| scale | control loop, 4 x 16 jobs | ${loop(scale.controlLoopMs['4x16'])} |`,
+    ...(r.runs
+      ? [
+          `| scale | control loop, all shapes, in each of ${r.runs.length} runs (fresh daemon and Redis, own seed; goal: p99 < 20 ms in every run, each with 100 or more answered stragglers so its p99 is not its maximum) | ${(r.runs as Json[]).map((x) => `run ${x.run}: p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} / max ${fmt(x.max)} ms, ${x.answered} of ${x.episodes} answered, load ${fmt(x.loadAverage1m, 1)}`).join('; ')} (${yes(r.goals.everyRunP99Under20Ms && r.goals.everyRunEnoughEpisodes)}) |`,
+        ]
+      : []),
     `| scale | ingest lag (entries not read or not acknowledged, all jobs): largest; slope over the second half; at the end | ${fmt(scale.maxUnprocessed)}; ${fmt(scale.unprocessedSlopePerMinute)} per minute; ${fmt(scale.finalUnprocessed)} (${yes(r.goals.noLagGrowth)}) |`,
     `| scale | daemon heap, RSS (Deployment limit: base ${fmt(scale.memoryLimitMiB.base)} MiB, production ${fmt(scale.memoryLimitMiB.production)} MiB), Redis used_memory: largest | ${fmt(scale.maxHeapMiB)} MiB, ${fmt(scale.maxRssMiB)} MiB (${yes(r.goals.rssWithinProductionLimit)}), ${fmt(scale.maxRedisMiB)} MiB |`,
     `| scale | daemon CPU time per report (in all); largest event-loop delay (2 s scrapes) | ${fmt(scale.daemonCpuMicrosPerReport)} µs (${fmt(scale.daemonCpuSeconds, 1)} s); ${fmt(scale.maxEventLoopDelayMs)} ms |`,
