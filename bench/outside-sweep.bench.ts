@@ -87,7 +87,8 @@ export const FAMILIES: Family[] = [
   // Written last, before the final measurement, and run only in it.
   { name: 'Student-t(3) excess 1 ms + 2% missing, 8 x 2', kind: 'held out', noise: { sigma: 0.1, tScaleMs: 1, tDof: 3, missP: 0.02 }, stages: 8, dp: 2 },
   { name: 'gamma(2) 0.5 ms + checkpoint x10 every 30, 4 x 8', kind: 'held out', noise: { sigma: 0.1, gammaScaleMs: 0.5, ckptEvery: 30, ckptFactor: 10 }, stages: 4, dp: 8 },
-  { name: 'lognormal 0.5 + drift +-50% every 1000 + GC x30 1%, 6 x 2', kind: 'held out', noise: { sigma: 0.5, drift: 0.5, driftPeriod: 1000, gcP: 0.01, gcFactor: 30 }, stages: 6, dp: 2 },
+  // Held out until it found the ring noise floor (a false re-map at iteration 347, seed 3): found now.
+  { name: 'lognormal 0.5 + drift +-50% every 1000 + GC x30 1%, 6 x 2', kind: 'found', noise: { sigma: 0.5, drift: 0.5, driftPeriod: 1000, gcP: 0.01, gcFactor: 30 }, stages: 6, dp: 2 },
 ];
 
 type Extra = {
