@@ -30,6 +30,8 @@ export const BENCH_SOURCES: Record<string, BenchSources> = {
   engine: { entries: ['bench/engine.bench.ts'], also: ['bench/profiles'] },
   'optimal-line': { entries: ['bench/optimal-line.bench.ts'], also: [] },
   'outside-sweep': { entries: ['bench/outside-sweep.bench.ts'], also: [CONFIG] },
+  // Its recordings are replayed by the CLI as a process.
+  'independent-sweep': { entries: ['bench/independent-sweep.bench.ts', 'src/cli/main.ts'], also: [CONFIG] },
   'oracle-gap': { entries: ['bench/oracle-gap.bench.ts'], also: [CONFIG, 'bench/traces'] },
   prediction: { entries: ['bench/prediction.bench.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },
   real: { entries: ['bench/real.bench.ts', 'bench/real-torch.ts', 'bench/real-rebalance.ts', DAEMON_PROCESS], also: [CONFIG, PYTHON] },

@@ -454,6 +454,13 @@ function headlineParagraph(r: Json): string {
     return known.length ? `${Math.min(...known)}-${Math.max(...known)}${never ? ` (${never} never)` : ''}` : 'never';
   };
   sentences.push(`On ${held.length} [noise families held out](docs/benchmarks.md#decisions-on-noise-the-corpus-does-not-have) from its corpus (${runs.length} runs of ${r['outside-sweep'].iterations} healthy iterations) the daemon took ${wrong} ${wrong === 1 ? 'switch, re-map or re-balance' : 'switches, re-maps or re-balances'} on healthy jobs; a +30 ms link's plan was in force ${span('pipelineInForce')} iterations after onset, a +30 ms ring link re-mapped after ${span('ringInForce')}, a 1.5x rank re-balanced after ${span('computeInForce')}.`);
+
+  // An outside engineer's rank model and noise (held out: nothing was changed against it).
+  const ind = r['independent-sweep'];
+  const fams = ind.summary as Json[];
+  const total = (k: string) => fams.reduce((a, f) => a + (f[k] as number[]).reduce((x, y) => x + y, 0), 0);
+  const remapFams = fams.filter((f) => (f.falseRemaps as number[]).some((x) => x > 0)).map((f) => f.family);
+  sentences.push(`On ${fams.length} [noise families another engineer wrote](docs/benchmarks.md#decisions-on-an-outside-engineers-noise) from the docs alone (${fams.reduce((a, f) => a + (f.falseSwitches as number[]).length, 0)} runs of ${ind.healthyIterations} healthy iterations) it took ${total('falseSwitches')} false switches, ${total('falseRebalances')} false re-balances and ${total('falseRemaps')} false re-maps${remapFams.length ? ` (all in ${remapFams.join(' and ')})` : ''}.`);
   return sentences.join('\n');
 }
 
@@ -772,6 +779,22 @@ function outsideSweepTable(r: Json): string {
   return lines.join('\n');
 }
 
+/** bench:independent: an outside engineer's rank model and noise families, per family and seed. */
+function independentSweepTable(r: Json): string {
+  const seeds = (xs: Array<number | null>) => xs.map((x) => (x === null ? 'never' : String(x))).join(' / ');
+  const lines = [
+    `| family | healthy: false switches / re-maps / re-balances per seed (${r.seeds.length} x ${r.healthyIterations} iterations) | +30 ms link in force | back after healing | +30 ms ring re-mapped | 1.5x rank re-balanced | errors, invalid reports |`,
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const f of r.summary as Json[]) {
+    const per = (f.falseSwitches as number[]).map((_, k) => `${f.falseSwitches[k]} / ${f.falseRemaps[k]} / ${f.falseRebalances[k]}`).join(', ');
+    lines.push(`| ${f.family} | ${per} | ${seeds(f.pipelineSwitch)} | ${seeds(f.pipelineRecovery)} | ${seeds(f.ringRemap)} | ${seeds(f.rankRebalance)} | ${f.errors}, ${f.invalidReports} |`);
+  }
+  lines.push('');
+  lines.push(`Iterations from onset (or from healing) to the new plan in force, one per seed (${r.seeds.join(', ')}); "never": none in the run.`);
+  return lines.join('\n');
+}
+
 /** Table renderers by results file name (bench/results/NAME.json). */
 export const RENDERERS: Record<string, (results: Json) => string> = {
   real: realTable,
@@ -815,6 +838,7 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'oracle-gap-sweep': oracleGapSweepTable,
   chaos: chaosTable,
   'outside-sweep': outsideSweepTable,
+  'independent-sweep': independentSweepTable,
 };
 
 /**
@@ -833,7 +857,7 @@ const FILES: Record<string, string | string[]> = {
   'engine-optimum': 'engine',
   'engine-time-limit': 'engine',
   'engine-device': 'engine',
-  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos', 'outside-sweep'],
+  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos', 'outside-sweep', 'independent-sweep'],
   'detection-goals': ['detection', 'outside-sweep'],
   'demo-act1': 'demo',
   'demo-act1-findings': 'demo',

@@ -16,12 +16,17 @@
  * seed 1's healthy job of each family is also written as a recording (docs/protocol.md sec. 12) and
  * replayed by `pipemorph replay --recording`, which validates as the daemon does.
  *
- * Build: npx tsc -p tsconfig.build.json; run: node dist/bench/independent-sweep.js
- * Knobs: INDEP_FAMILIES=a,b  INDEP_SEEDS=1,2,3  INDEP_HEALTHY=2500  INDEP_NO_CLI=1  INDEP_OUT=file.json
+ * Written by another engineer from docs/protocol.md, docs/detection.md and schemas/ alone (not the
+ * detector's code, the corpus or bench:outside), families designed before their first run; held out:
+ * no daemon change has been made against them. `npm run bench:independent` writes
+ * bench/results/independent-sweep.json (docs/benchmarks.md renders it).
+ * Knobs for quick runs that leave the results alone: INDEP_FAMILIES=a,b  INDEP_SEEDS=1,2,3
+ * INDEP_HEALTHY=2500  INDEP_NO_CLI=1  INDEP_OUT=file.json
  */
 import Ajv from 'ajv';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import registrationSchema from '../schemas/registration.v1.schema.json';
 import reportSchema from '../schemas/rank-report.v1.schema.json';
@@ -32,6 +37,7 @@ import { RankReport, Registration } from '../src/protocol/protocol-v1.type';
 import { driveRanks, OutsideRanks } from '../src/replay/drive-ranks.fixture';
 import { FAMILIES, Fault, IndependentRanks, NoiseFamily } from '../src/replay/independent-ranks.fixture';
 import { ReplaySwitch } from '../src/replay/replay-job';
+import { startStamp } from '../src/support/results-stamp';
 
 const MS_PER_ITERATION = 900;
 const ONSET = 600;
@@ -198,9 +204,9 @@ function main(): void {
   config.control.refinePlanner = 'none';
   const families = FAMILIES.filter((f) => !ONLY || ONLY.includes(f.name));
   const rows: Record<string, unknown>[] = [];
-  const recDir = '/tmp/indep-recordings';
-  mkdirSync(recDir, { recursive: true });
+  const recDir = mkdtempSync(join(tmpdir(), 'pipemorph-independent-'));
   const started = Date.now();
+  const stamp = startStamp();
   for (const fam of families) {
     for (const seed of SEEDS) {
       const probe = new IndependentRanks({ family: fam, seed });
@@ -299,6 +305,12 @@ function main(): void {
   for (const s of summary)
     console.log(`${pad(s.family, 22)} ${pad(list(s.falseSwitches), 9)} ${pad(list(s.falseRemaps), 7)} ${pad(list(s.falseRebalances), 7)} ${pad(list(s.pipelineSwitch), 10)} ${pad(list(s.pipelineRecovery), 10)} ${pad(list(s.ringRemap), 12)} ${pad(list(s.rankRebalance), 12)} ${s.errors} ${s.invalidReports}`);
   if (process.env.INDEP_OUT) writeFileSync(process.env.INDEP_OUT, JSON.stringify({ rows, summary }, null, 1));
+  else if (!ONLY && !process.env.INDEP_SEEDS && !process.env.INDEP_HEALTHY && !process.env.INDEP_NO_CLI) {
+    const dir = join(__dirname, '..', ...(__dirname.includes(join('dist', 'bench')) ? ['..'] : []), 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    const result = { bench: 'independent-sweep', seeds: SEEDS, healthyIterations: HEALTHY, onset: ONSET, healAfter: PIPE_HEAL - ONSET, msPerIteration: MS_PER_ITERATION, summary, rows, elapsedMs: Date.now() - started, stamp: stamp() };
+    writeFileSync(join(dir, 'independent-sweep.json'), JSON.stringify(result, null, 1) + '\n');
+  }
 }
 
 main();
