@@ -297,7 +297,8 @@ function jobDetection(run: Run, faults: Fault[], seconds: number) {
       });
     const summary = (list: typeof rows) => {
       const seen = list.filter((r) => r.iterations !== null).map((r) => r.iterations!);
-      return { jobs: list.length, missed: list.length - seen.length, median: median(seen), max: seen.length > 0 ? Math.max(...seen) : null, first: seen.filter((x) => x <= 1).length };
+      // first: flagged on the first slow iteration (0 iterations after the fault reached the job).
+      return { jobs: list.length, missed: list.length - seen.length, median: median(seen), max: seen.length > 0 ? Math.max(...seen) : null, first: seen.filter((x) => x === 0).length };
     };
     return { id: f.id, all: summary(rows), afterNamed: summary(rows.filter((r) => r.afterNamed)) };
   });
