@@ -451,7 +451,9 @@ function headlineParagraph(r: Json): string {
     const v = times(k);
     const known = v.filter((t): t is number => t !== null);
     const never = v.length - known.length;
-    return known.length ? `${Math.min(...known)}-${Math.max(...known)}${never ? ` (${never} never)` : ''}` : 'never';
+    const lo = Math.min(...known);
+    const hi = Math.max(...known);
+    return known.length ? `${lo === hi ? lo : `${lo}-${hi}`}${never ? ` (${never} never)` : ''}` : 'never';
   };
   sentences.push(`On ${held.length} [noise families held out](docs/benchmarks.md#decisions-on-noise-the-corpus-does-not-have) from its corpus (${runs.length} runs of ${r['outside-sweep'].iterations} healthy iterations) the daemon took ${wrong} ${wrong === 1 ? 'switch, re-map or re-balance' : 'switches, re-maps or re-balances'} on healthy jobs; a +30 ms link's plan was in force ${span('pipelineInForce')} iterations after onset, a +30 ms ring link re-mapped after ${span('ringInForce')}, a 1.5x rank re-balanced after ${span('computeInForce')}.`);
 
