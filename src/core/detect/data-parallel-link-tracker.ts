@@ -28,6 +28,9 @@ class DataParallelLink {
   suppressed = false;
   /** Bad samples in a row (the run ChanceRuns counts when it ends by chance). */
   badStreak = 0;
+  /** Bad samples in a row that made it a straggler, at most enterAfter, and samples since (sizing, recentCount). */
+  entryRun = 0;
+  sinceEntry = 0;
   /** What the fleet knows of it (JobDetector.setFleetPrior). */
   fleet: FleetLinkPrior | null = null;
 
@@ -133,6 +136,8 @@ export class DataParallelLinkTracker {
     const wasActive = link.hysteresis.active;
     const flipped = link.hysteresis.update(bad);
     if (!wasActive && this.chance.count(endedBad, this.all.length)) this.applyRuns();
+    link.sinceEntry = flipped ? 0 : link.sinceEntry + 1;
+    if (flipped && link.hysteresis.active) link.entryRun = Math.min(this.config.enterAfter, link.badStreak);
     let changed = false;
     if (flipped && link.hysteresis.active && this.suspended) link.suppressed = true;
     else if (flipped && !link.hysteresis.active && link.suppressed) link.suppressed = false;
@@ -259,8 +264,10 @@ export class DataParallelLinkTracker {
       for (const link of this.outgoing[byRankNumber[k]]) {
         const medianMs = link.window.median();
         const baselineMs = this.reference(link);
-        // The newest K samples, the same K that make a straggler: its size is right the moment it is detected.
-        const recentMs = link.window.recentMedian(this.config.enterAfter);
+        // Sized by the samples that made it, then by the newest K (PipelineLinkTracker's Direction.recentCount):
+        // a ring the fleet names slow is a straggler on its first bad sample, and the newest K would
+        // then be mostly healthy ones, sizing it at 0 ms, so that no re-map was priced for it.
+        const recentMs = link.window.recentMedian(this.recentCount(link));
         out.push({
           fromRank: this.rankOf[link.from],
           toRank: this.rankOf[link.to],
@@ -278,6 +285,13 @@ export class DataParallelLinkTracker {
       }
     }
     return out;
+  }
+
+  /** Samples that size a straggler: those that made it and those since, up to the newest enterAfter. */
+  private recentCount(link: DataParallelLink): number {
+    const k = this.config.enterAfter;
+    const young = link.hysteresis.active && link.sinceEntry < k;
+    return young ? Math.max(1, Math.min(k, link.entryRun + link.sinceEntry)) : k;
   }
 
   private refreshInterval(): number {

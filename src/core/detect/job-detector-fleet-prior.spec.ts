@@ -40,6 +40,20 @@ describe('JobDetector: the fleet prior', () => {
     expect(pipelineSamplesToFlag(onPair('slow', 1, 2))).toBe(DEFAULT_DETECTOR_CONFIG.enterAfter);
   });
 
+  it('sizes a ring flagged on its first bad sample by that sample, not by the healthy ones before it', () => {
+    const r = job();
+    r.detector.setFleetPrior((from, to) => (from === 1 && to === 5 ? 'slow' : null));
+    r.run(20);
+    r.dpMs = (from, to) => (from === 1 && to === 5 ? 40 : 20);
+    r.iterate();
+    const ring = r.detector.snapshot().dataParallelLinks.find((l) => l.fromRank === 1 && l.toRank === 5)!;
+    expect(ring.straggler).toBe(true);
+    // Sized by the newest enterAfter samples (two of them healthy) it read 0 ms, and no re-map was priced.
+    expect(ring.extraMs).toBeCloseTo(20, 6);
+    r.run(DEFAULT_DETECTOR_CONFIG.enterAfter);
+    expect(r.detector.snapshot().dataParallelLinks.find((l) => l.fromRank === 1 && l.toRank === 5)!.extraMs).toBeCloseTo(20, 6);
+  });
+
   it('still needs a bad sample: a link the fleet names slow that runs healthy in this job is not flagged', () => {
     const r = job();
     r.detector.setFleetPrior(everywhere('slow'));
