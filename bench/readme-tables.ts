@@ -725,6 +725,76 @@ function chaosTable(r: Json): string {
   ].join('\n');
 }
 
+/** bench:chaos-scale: each fault under 10,000 ranks' load, with the run's totals and goals (issue 32, item 1). */
+function chaosScaleTable(r: Json): string {
+  const s = (x: number | null) => (x === null ? '-' : fmt(x, 1));
+  const loop = (l: Json) => (l.n === 0 ? '- (0)' : `${s(l.p99)} (${l.n})`);
+  const u = r.setup;
+  const t = r.totals;
+  const g = r.goals;
+  const yes = (b: boolean) => (b ? 'met' : '**missed**');
+  return [
+    `${fmt(u.ranks, 0)} ranks in ${u.jobs} jobs (${u.stages} stages x dp ${u.dp}), one report per rank every ${fmt(u.iterationMs / 1000, 1)} s (${fmt(u.reportsPerSecond, 0)} reports/s), ${u.replicas} replicas on ${u.redis}; ${u.straggler}; ${u.probesPerFault} probe stragglers at each fault.`,
+    '',
+    '| fault | lasted (s) | every job led again after (s) | jobs unled at worst | probes in force, median / max (s) | control loop p99 during / after, ms (decisions) | mixed-version iterations | versions reused | split-brain writes | reports refused | daemon CPU per report (µs), cores | replica RSS max (MiB) | notes |',
+    '|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---:|---|',
+    ...(r.rows as Json[]).map((x) => `| ${x.fault} | ${s(x.faultSeconds)} | ${s(x.everyJobLedAfterS)} | ${x.jobsUnledAtWorst} | ${x.probesInForce}: ${s(x.probeInForceMedianS)} / ${s(x.probeInForceMaxS)} | ${loop(x.loopDuring)} / ${loop(x.loopAfter)} | ${x.mixedIterations} | ${x.versionsReused} | ${x.splitBrainWrites} | ${x.reportsRefused} | ${x.daemonCpuMicrosPerReport ?? '-'}, ${fmt(x.daemonCores, 2)} | ${s(x.replicaRssMiBMax)} | ${x.note}${(x.probesMissed as string[]).length ? `; not in force: ${(x.probesMissed as string[]).join('; ')}` : ''} |`),
+    '',
+    'Where the control loop\'s time goes, per window (the replicas\' own histograms, p99 as the upper bound of its bucket, ms, with the count; the largest event-loop delay any replica reported):',
+    '',
+    '| fault | control step p99 (n) | detect p99 | decide p99 | publish p99 | event-loop delay max (ms) |',
+    '|---|---|---|---|---|---:|',
+    ...(r.rows as Json[]).map((x) => {
+      const c = x.controlPath as Json;
+      const p = (k: string) => (c[k].n === 0 ? '-' : `${c[k].p99UpToMs === null ? '?' : typeof c[k].p99UpToMs === 'string' ? c[k].p99UpToMs : `<= ${fmt(c[k].p99UpToMs, 1)}`}`);
+      return `| ${x.fault} | ${p('step')} (${c.step.n}) | ${p('detect')} | ${p('decide')} | ${p('publish')} | ${x.eventLoopDelayMsMax} |`;
+    }),
+    '',
+    `Over the whole run (${fmt(t.iterationsRun, 0)} job iterations, ${fmt(t.reportsWritten, 0)} reports written, ${t.backgroundStragglers} background stragglers): reports never processed ${t.reportsNeverProcessed}${t.jobsWhoseCountIsUnknown ? ` (${t.jobsWhoseCountIsUnknown} jobs not countable)` : ''}, reports refused by Redis ${t.reportsRefused} (skipped by the ranks, as section 4 says), reports a killed master acknowledged and never replicated ${t.reportsGoneWithMaster}, mixed-version iterations ${t.mixedIterations}, versions reused ${t.versionsReused}, split-brain writes ${t.splitBrainWrites} (control entries out of epoch order on the streams: ${t.outOfOrderEpochs}). The load generator fell behind its schedule by at most ${fmt(t.loadGeneratorBehindMsMax, 0)} ms.`,
+    '',
+    `Goals: all zeros ${yes(g.allZeros)}; every job led again within 15 s ${yes(g.everyJobLedWithin15s)}; control-loop p99 under 20 ms within 30 s ${yes(g.p99BackUnder20MsWithin30s)}; every probe straggler in force ${yes(g.everyProbeInForce)}.`,
+    ...chaosScaleTail(r.rows as Json[]),
+  ].join('\n');
+}
+
+/** What the two windows without a fault say about the control loop's tail: the shipped settings against refinement off. */
+function chaosScaleTail(rows: Json[]): string[] {
+  const shipped = rows.find((x) => String(x.fault).startsWith('none (reference'));
+  const lean = rows.find((x) => String(x.fault).startsWith('none, refinement off'));
+  if (!shipped || !lean) return [];
+  const loop = (x: Json) => [...(x.loopDuring.n ? [x.loopDuring] : []), ...(x.loopAfter.n ? [x.loopAfter] : [])];
+  const worst = (x: Json) => Math.max(...loop(x).map((l: Json) => l.p99 as number));
+  const decide = (x: Json) => (typeof x.controlPath.decide.p99UpToMs === 'number' ? `at most ${fmt(x.controlPath.decide.p99UpToMs, 0)} ms` : String(x.controlPath.decide.p99UpToMs));
+  return [
+    '',
+    `Where the tail comes from: under the same load with no fault, the control loop's p99 is ${fmt(worst(shipped), 0)} ms with the shipped settings and ${fmt(worst(lean), 0)} ms on replicas without the exact planner's refinement (\`control.refinePlanner\` "none"); the decide stage's p99 is ${decide(shipped)} against ${decide(lean)}. The refinement runs before the publish (src/daemon/control/control.service.ts), on one planning worker per replica.`,
+  ];
+}
+
+/**
+ * docs/operations.md's capacity planning, from the three runs that measure a replica's CPU per
+ * report: bench:scale-out (many small jobs on a Cluster, a switch in every job every 30 s),
+ * bench:chaos-scale's reference window (10,000 ranks on a Cluster) and bench:scale (10,000 ranks on
+ * one Redis, one replica). The sizing of a 100,000-rank fleet is that CPU per report times its reports.
+ */
+function capacityParagraphs(r: Json): string {
+  const so = r['scale-out'];
+  const cs = r['chaos-scale'];
+  const sc = r.scale.scale;
+  const windows = so.windows as Json[];
+  const us = windows.map((w) => w.cpuMicrosPerReport as number);
+  const ref = (cs.rows as Json[]).find((x) => String(x.fault).startsWith('none (reference'))!;
+  const sizes = [us.length ? Math.max(...us) : null, ref.daemonCpuMicrosPerReport as number | null, sc.daemonCpuMicrosPerReport as number | null].filter((x): x is number => x !== null);
+  const worst = Math.max(...sizes);
+  const best = Math.min(...sizes);
+  const fleet = (perRankPerS: number, usPerReport: number) => fmt((100000 * perRankPerS * usPerReport) / 1e6, 1);
+  return [
+    `**What one replica costs.** \`npm run bench:scale-out\` ([benchmarks.md](benchmarks.md#scale-out-on-redis-cluster)) runs ${so.setup.jobs} jobs of ${so.setup.stages} stages (${so.setup.ranks} ranks, one report per rank per ${fmt(so.setup.iterationMs / 1000, 0)} s, ${so.setup.straggler}) on ${so.setup.redis} with ${windows.map((w) => w.replicas).join(', ')} replicas: ${windows.map((w) => `${fmt(w.cpuMicrosPerReport)} µs of daemon CPU per report with ${w.replicas} (${fmt(w.reportsPerSecond)} reports and ${fmt(w.decisionsPerSecond, 1)} control decisions a second, load average ${fmt(w.loadAverage1m, 1)})`).join('; ')}. \`npm run bench:chaos-scale\` ([faults.md](faults.md#the-same-faults-under-load-10000-ranks-on-a-redis-cluster)) runs ${fmt(cs.setup.ranks, 0)} ranks in ${cs.setup.jobs} jobs (one report per rank every ${fmt(cs.setup.iterationMs / 1000, 0)} s, ${fmt(cs.setup.reportsPerSecond, 0)} reports a second) on ${cs.setup.replicas} replicas on a Cluster: ${ref.daemonCpuMicrosPerReport ?? '-'} µs per report in its window without a fault (${fmt(ref.daemonCores, 2)} cores in all), at most ${fmt(ref.replicaRssMiBMax, 0)} MiB of RSS per replica. \`npm run bench:scale\` ([benchmarks.md](benchmarks.md#scale)) runs ${fmt(sc.ranks, 0)} ranks in ${sc.jobs} jobs on one replica and one Redis: ${sc.daemonCpuMicrosPerReport} µs per report (${fmt(sc.reportsPerSecond)} reports a second), at most ${fmt(sc.maxRssMiB, 0)} MiB of RSS. A replica with no job costs ${fmt(100 * so.idleReplicaCoreFraction, 1)}% of a core (discovery, maintenance, polling its streams). The unit is a report: parsed, fed to the detector, decided on (a control step: detection snapshot, the planner when a link straggles, the cost gate) and acknowledged, plus the switches' handshakes; the more often jobs straggle, the more each report costs.`,
+    '',
+    `**Ranks per replica per core.** From those runs: ${fmt(1e6 / worst, 0)} to ${fmt(1e6 / best, 0)} ranks per replica per core at one report per rank per second (${fmt(best, 0)}-${fmt(worst, 0)} µs per report). A fleet of 100,000 ranks needs ${fleet(1, best)}-${fleet(1, worst)} cores of replicas at one iteration per rank per second, ${fleet(0.25, best)}-${fleet(0.25, worst)} at one every 4 s, before the headroom below. Give each replica's Deployment a CPU request for the ranks it will lead: ranks x reports per rank per second x ${fmt(worst, 0)} µs, and keep the daemon's CPU use (\`process_cpu_seconds_total\`) under about 70% of its request so that a control step does not wait for a core.`,
+  ].join('\n');
+}
+
 /** bench:fleet: each culprit named (or not), when, and how long it held; precision, recall and false suspects. */
 function fleetTable(r: Json): string {
   const f = r.faults;
@@ -839,6 +909,8 @@ export const RENDERERS: Record<string, (results: Json) => string> = {
   'oracle-gap': oracleGapTable,
   'oracle-gap-sweep': oracleGapSweepTable,
   chaos: chaosTable,
+  'chaos-scale': chaosScaleTable,
+  capacity: capacityParagraphs,
   'outside-sweep': outsideSweepTable,
   'independent-sweep': independentSweepTable,
 };
@@ -872,6 +944,7 @@ const FILES: Record<string, string | string[]> = {
   'rebalance-planning': 'rebalance',
   'rebalance-slow-rank': 'rebalance',
   'oracle-gap-sweep': 'oracle-gap',
+  capacity: ['scale-out', 'chaos-scale', 'scale'],
 };
 
 const block = (name: string) => new RegExp(`(<!-- bench:${name} -->)\\n?([\\s\\S]*?)\\n?(<!-- /bench:${name} -->)`);

@@ -28,14 +28,14 @@ const ELSEWHERE: Record<string, string[]> = {
   'README.md': ['headline', 'demo', 'demo-act2-findings', 'render-caption'],
   'docs/demo.md': ['demo-act1', 'demo-act1-findings', 'demo-act2', 'demo-act2-findings'],
   'docs/pictures.md': ['render-caption'],
-  'docs/operations.md': ['prediction-kinds'],
+  'docs/operations.md': ['prediction-kinds', 'capacity'],
   'docs/real-ranks.md': ['detection-real'],
   'docs/rebalancing.md': ['rebalance-planning', 'rebalance-slow-rank'],
   'docs/oracle-gap.md': ['oracle-gap', 'oracle-gap-sweep'],
-  'docs/faults.md': ['chaos'],
+  'docs/faults.md': ['chaos', 'chaos-scale'],
 };
 /** Blocks in docs/benchmarks.md as well as elsewhere. */
-const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real'];
+const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real', 'chaos-scale'];
 
 /** A copy of bench/results without `file` (a results file missing). */
 function resultsWithout(file: string): string {
