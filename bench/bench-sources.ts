@@ -21,6 +21,7 @@ const PYTHON = 'clients/python';
 
 export const BENCH_SOURCES: Record<string, BenchSources> = {
   chaos: { entries: ['test/chaos/chaos.chaos.ts', DAEMON_PROCESS], also: [CONFIG] },
+  'chaos-scale': { entries: ['bench/chaos-scale.bench.ts', DAEMON_PROCESS], also: [CONFIG] },
   daemon: { entries: ['bench/daemon.bench.ts', DAEMON_PROCESS], also: [CONFIG] },
   demo: { entries: ['bench/demo.bench.ts', 'src/demo/demo.ts'], also: [CONFIG, 'bench/profiles'] },
   fleet: { entries: ['bench/fleet.bench.ts'], also: [CONFIG] },

@@ -30,9 +30,9 @@ import Redis, { Cluster } from 'ioredis';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { ChaosRanks } from '../test/chaos/chaos-ranks';
+import { clusterConfig, startReadyDaemon } from '../test/support/cluster-daemons';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { RedisCluster } from '../test/support/redis-cluster';
 import { startStamp } from '../src/support/results-stamp';
@@ -101,18 +101,12 @@ async function main(): Promise<void> {
   cleanups.push(() => cluster.stop());
   const redis: Cluster = cluster.client();
   const run = Date.now().toString(36);
-  const config = JSON.parse(readFileSync(join(__dirname, '../../config/default.json'), 'utf8')) as PipemorphConfig;
-  config.redis.url = `redis://${cluster.nodes()[0]}`;
-  config.redis.cluster = { nodes: cluster.nodes() };
-  config.http.port = 0;
+  const config = clusterConfig(cluster);
   const replicas: Replica[] = [];
   let started = 0;
   const startReplica = async (): Promise<Replica> => {
-    const daemon = await DaemonProcess.start(config);
+    const daemon = await startReadyDaemon(config, 30000);
     cleanups.push(() => daemon.stop('SIGKILL'));
-    for (const deadline = Date.now() + 30000; (await daemon.status('/health/ready')) !== 200; await sleep(100)) {
-      if (Date.now() > deadline) throw new Error(`scale-out: replica did not get ready:\n${daemon.output}`);
-    }
     const replica = { name: `r${++started}`, daemon };
     replicas.push(replica);
     return replica;

@@ -5,11 +5,11 @@
  * and the content (createdAt) they ran, so the checks read what each rank did, not a shared value.
  * Redis errors never stop an iteration (the data plane does not wait for Redis).
  */
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { ControlEvent, PublishedSchedule, Registration } from '../../src/protocol/protocol-v1.type';
 import { jobKeys, REGISTRATIONS_STREAM } from '../../src/protocol/redis-keys';
 
-interface RankState {
+export interface RankState {
   rank: number;
   pp: number;
   cursor: string;
@@ -26,6 +26,36 @@ interface RankState {
   /** committed versions known -> effective iteration */
   commits: Map<number, number>;
   floor: number;
+}
+
+/** What connecting sets in a rank's protocol view. */
+export interface ConnectingView {
+  cursor: string;
+  epoch: number;
+  streamEpoch: number;
+  commits: Map<number, number>;
+  floor: number;
+}
+
+/**
+ * Connect (§4) every view: cursor at the last control entry, the committed schedule in force at
+ * once (`hold` keeps its content). False while the job has no committed schedule.
+ */
+export async function connectViews<V extends ConnectingView>(redis: Redis | Cluster, keys: { control: string; schedule: string }, views: V[], hold: (view: V, schedule: PublishedSchedule) => void): Promise<boolean> {
+  const [latest] = (await redis.xrevrange(keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
+  const raw = await redis.get(keys.schedule);
+  if (!raw) return false;
+  const schedule = JSON.parse(raw) as PublishedSchedule;
+  const latestEpoch = latest ? (JSON.parse(latest[1][1]) as ControlEvent).epoch : 0;
+  for (const v of views) {
+    v.cursor = latest?.[0] ?? '0-0';
+    v.streamEpoch = Math.max(v.streamEpoch, latestEpoch);
+    v.epoch = Math.max(v.epoch, schedule.epoch);
+    hold(v, schedule);
+    v.commits.set(schedule.version, 0);
+    v.floor = schedule.version;
+  }
+  return true;
 }
 
 export interface RankRecord {
@@ -67,21 +97,8 @@ export class ChaosRanks {
   }
 
   /** Connect (§4): cursor at the last control entry, the committed schedule in force at once. */
-  async connect(): Promise<boolean> {
-    const [latest] = (await this.redis.xrevrange(this.keys.control, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>;
-    const raw = await this.redis.get(this.keys.schedule);
-    if (!raw) return false;
-    const schedule = JSON.parse(raw) as PublishedSchedule;
-    const latestEpoch = latest ? (JSON.parse(latest[1][1]) as ControlEvent).epoch : 0;
-    for (const r of this.ranks) {
-      r.cursor = latest?.[0] ?? '0-0';
-      r.streamEpoch = Math.max(r.streamEpoch, latestEpoch);
-      r.epoch = Math.max(r.epoch, schedule.epoch);
-      this.hold(r, schedule);
-      r.commits.set(schedule.version, 0);
-      r.floor = schedule.version;
-    }
-    return true;
+  connect(): Promise<boolean> {
+    return connectViews(this.redis, this.keys, this.ranks, (r, s) => this.hold(r, s));
   }
 
   start(): void {
