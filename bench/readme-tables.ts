@@ -441,6 +441,15 @@ function headlineParagraph(r: Json): string {
   const chaos = r.chaos.rows as Json[];
   const sum = (k: string) => chaos.reduce((a, row) => a + Number(row[k]), 0);
   sentences.push(`The [chaos suite](docs/faults.md)'s ${chaos.length} faults lose ${sum('reportsLost')} reports and run ${sum('mixedIterations')} mixed-version iterations.`);
+  const cs = r['chaos-scale'];
+  const faults = (cs.rows as Json[]).filter((x) => !String(x.fault).startsWith('none'));
+  const led = faults.map((x) => x.everyJobLedAfterS as number | null);
+  const after = faults.filter((x) => x.loopAfter.n > 0).map((x) => x.loopAfter.p99 as number);
+  const ref = (cs.rows as Json[]).find((x) => String(x.fault).startsWith('none (reference') && x.loopAfter.n > 0);
+  const lean = (cs.rows as Json[]).find((x) => String(x.fault).startsWith('none, refinement off') && x.loopAfter.n > 0);
+  sentences.push(
+    `[Under load](docs/faults.md#the-same-faults-under-load-10000-ranks-on-a-redis-cluster) (${cs.setup.ranks.toLocaleString('en-US')} ranks, a 3-master Redis Cluster, ${cs.setup.replicas} replicas) ${faults.length} faults left ${cs.totals.reportsNeverProcessed} reports unprocessed, ${cs.totals.mixedIterations} mixed-version iterations, ${cs.totals.versionsReused} versions reused and ${cs.totals.splitBrainWrites} split-brain writes; every job was led again ${led.includes(null) ? 'not always' : `within ${fmt(Math.max(...(led as number[])), 1)} s`} (goal 15 s), but the control loop's p99 in the 30 s after a fault was ${fmt(Math.min(...after), 0)}-${fmt(Math.max(...after), 0)} ms (goal 20 ms)${ref && lean ? `; with no fault it was ${fmt(ref.loopAfter.p99, 0)} ms, and ${fmt(lean.loopAfter.p99, 0)} ms on replicas without the exact planner's refinement before the publish` : ''}.`,
+  );
 
   // Decisions on noise the corpus does not have: the held-out families only (the found ones were fixed against).
   const held = (r['outside-sweep'].families as Json[]).filter((f) => f.kind === 'held out');
@@ -930,7 +939,7 @@ const FILES: Record<string, string | string[]> = {
   'engine-optimum': 'engine',
   'engine-time-limit': 'engine',
   'engine-device': 'engine',
-  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos', 'outside-sweep', 'independent-sweep'],
+  headline: ['real', 'e2e', 'engine', 'daemon', 'chaos', 'chaos-scale', 'outside-sweep', 'independent-sweep'],
   'detection-goals': ['detection', 'outside-sweep'],
   'demo-act1': 'demo',
   'demo-act1-findings': 'demo',
