@@ -32,6 +32,8 @@ export class JobRanks {
   readonly mixedAt: number[] = [];
   /** Control entries read with an epoch below an earlier entry's: id and time read. */
   readonly staleWrites = new Map<string, number>();
+  /** version -> the pipeline links ("dp:link") its schedule names as the stragglers it answers */
+  readonly answers = new Map<number, Set<string>>();
   /** version -> distinct createdAt seen (two: a version reused for another schedule) */
   readonly contents = new Map<number, Set<number>>();
   /** Stream id of each iteration's last report (for the control loop on Redis's clock). */
@@ -86,6 +88,7 @@ export class JobRanks {
 
   private hold(r: RankView, s: PublishedSchedule): void {
     r.held.set(s.version, s.createdAt);
+    if (!this.answers.has(s.version)) this.answers.set(s.version, new Set(s.reason.links.filter((l) => l.kind === 'pipeline').map((l) => `${l.dp ?? 0}:${l.link ?? 0}`)));
     let set = this.contents.get(s.version);
     if (!set) this.contents.set(s.version, (set = new Set()));
     set.add(s.createdAt);

@@ -18,17 +18,17 @@
  * Before the faults, the load alone with the shipped settings (the reference window); after them,
  * the load alone on replicas replaced by ones without the exact planner's refinement
  * (control.refinePlanner "none"), which shows where the control loop's tail comes from.
- * At each fault's start a probe straggler is put on PROBES jobs (those the faulted replica leads when
- * a replica is faulted). Per fault: iterations whose ranks ran mixed versions, versions reused and
- * control writes under a superseded epoch (read by the ranks, in stream order) in its window; time
- * until every job is led again (owner key set and the live replicas' jobs_owned summing to every
- * job); time until each probe's new plan runs on all its ranks; the control loop (the last report
- * of the iteration the daemon decided on, to its prepare, on Redis's clock) during the fault and in
- * the 30 s after it, and the replicas' own histograms of the control step and its stages (detect,
- * decide, publish) with their largest event-loop delay; daemon CPU per report; the replicas' RSS
- * and Redis's memory. Over the whole run: reports never processed (consumer-group lag and pending
- * after the ranks stop), reports refused by Redis (the ranks skip them, as a rank does), reports a
- * killed master accepted but never replicated.
+ * At each fault's start a probe straggler is put on PROBES jobs (those the faulted replica leads
+ * when a replica is faulted). Per fault: iterations whose ranks ran mixed versions, versions reused
+ * and control writes under a superseded epoch (read by the ranks, in stream order) in its window;
+ * time until every job is led again (owner key set and the live replicas' jobs_owned summing to
+ * every job); time until each probe's plan (a schedule naming its link) runs on all its ranks; the
+ * control loop (the last report of the iteration the daemon decided on, to its prepare, on Redis's
+ * clock) during the fault and in the 30 s after it, and the replicas' own histograms of the control
+ * step and its stages (detect, decide, publish) with their largest event-loop delay; daemon CPU per
+ * report; the replicas' RSS and Redis's memory. Over the whole run: reports never processed
+ * (consumer-group lag and pending after the ranks stop), reports refused by Redis (the ranks skip
+ * them, as a rank does), reports a killed master accepted but never replicated.
  *
  * What it leaves out: the ranks are emulated (no compute, links as numbers); the load generator,
  * six redis-servers and the replicas share 2 cores, so absolute latencies are this machine's;
@@ -189,7 +189,6 @@ async function main(): Promise<void> {
   const begun = Date.now();
   jobs.forEach((j, k) => (j.nextAt = begun + Math.floor((k * ITERATION_MS) / JOBS)));
   let running = true;
-  let steps = 0;
   let behindMsMax = 0;
   const pump = (async () => {
     while (running) {
@@ -200,10 +199,7 @@ async function main(): Promise<void> {
         j.busy = true;
         j.nextAt += ITERATION_MS;
         if (j.nextAt < now) j.nextAt = now + ITERATION_MS; // fell behind: skip, do not burst
-        void j.step(now).catch(() => undefined).finally(() => {
-          j.busy = false;
-          steps++;
-        });
+        void j.step(now).catch(() => undefined).finally(() => (j.busy = false));
       }
       await sleep(20);
     }
@@ -326,7 +322,8 @@ async function main(): Promise<void> {
   const watchProbes = (probes: Probe[]) => {
     for (const p of probes) {
       const j = byId.get(p.job)!;
-      if (p.inForceAt === null && j.agreed > p.versionAtOnset) p.inForceAt = j.agreedChanges.find((c) => c.version > p.versionAtOnset)?.at ?? Date.now();
+      // In force: every rank runs a version newer than at the onset whose schedule names the probe's link (dp 0, link 1) as a straggler it answers.
+      if (p.inForceAt === null) p.inForceAt = j.agreedChanges.find((c) => c.version > p.versionAtOnset && j.answers.get(c.version)?.has('0:1'))?.at ?? null;
       if (p.inForceAt !== null || Date.now() - p.onsetAt > PROBE_MAX_MS) {
         if (probing.delete(p.job)) j.slow.clear();
       }
