@@ -210,13 +210,30 @@ describe('PlanningPool (worker threads)', () => {
     }
   });
 
-  it('offLoop: a quick decision no reaction waits for goes to a worker (can fail: without offLoop it stays inline)', async () => {
+  it('a quick decision no reaction waits for (gauge lane) goes to a worker (can fail: in the reaction lane it stays inline)', async () => {
     const { pool: p } = pool({ inlinePlanMaxCells: 256 });
     try {
-      await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG);
+      await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG, 'reaction');
       expect(p.workers).toBe(0);
-      expect(plain(await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG, true))).toEqual(plain(decideControl(straggling(8, 32), DEFAULT_CONTROL_CONFIG)));
+      expect(plain(await p.decide(straggling(8, 32), DEFAULT_CONTROL_CONFIG, 'gauge'))).toEqual(plain(decideControl(straggling(8, 32), DEFAULT_CONTROL_CONFIG)));
       expect(p.workers).toBe(1);
+    } finally {
+      await p.onApplicationShutdown();
+    }
+  });
+
+  it('on the worker, queued reactions go before queued gauges and refinements, in arrival order within a lane (can fail: all in one lane keep arrival order)', async () => {
+    const { pool: p } = pool({ planningWorkers: 1 });
+    try {
+      await p.decide(straggling(4, 8), DEFAULT_CONTROL_CONFIG); // the worker is up: what follows queues behind `busy`
+      const run = async (lanes: Array<'reaction' | 'gauge' | 'refinement'>): Promise<string[]> => {
+        const order: string[] = [];
+        const busy = p.decide(straggling(4, 8), search, 'refinement');
+        await Promise.all([busy, ...lanes.map((lane, i) => p.decide(straggling(4, 8, 40 + i), DEFAULT_CONTROL_CONFIG, lane).then(() => order.push(`${lane}${i}`)))]);
+        return order;
+      };
+      expect(await run(['refinement', 'gauge', 'reaction', 'refinement', 'reaction'])).toEqual(['reaction2', 'reaction4', 'gauge1', 'refinement0', 'refinement3']);
+      expect(await run(['refinement', 'refinement', 'refinement'])).toEqual(['refinement0', 'refinement1', 'refinement2']);
     } finally {
       await p.onApplicationShutdown();
     }

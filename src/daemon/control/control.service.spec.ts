@@ -1,5 +1,5 @@
 import { JobRuntime } from '../jobs/job-runtime';
-import { ingestPass, metricValue, registeredJob, registration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
+import { ingestPass, metricValue, registeredJob, registration, reportIteration, runIterations, serviceHarness, stragglingJob } from '../../../test/support/service-harness';
 
 const spec = registration('ctl');
 
@@ -113,7 +113,8 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
     await commitOpen(h, job);
     h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
     await h.control.evaluate(job);
-    expect(policies).toEqual(['adaptive', 'adaptive', 'search']);
+    await h.control.settled(); // the refinement, then the step it triggers
+    expect(policies).toEqual(['adaptive', 'adaptive', 'search', 'adaptive']);
     expect(job.refinedFor).toBe('0:1');
     const second = job.switching.handshake!;
     expect(second.schedule.reason.detail).toMatch(/re-planned \(search\)/);
@@ -123,7 +124,67 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
     await commitOpen(h, job);
     h.clock.advance(h.config.control.minReplanIntervalMs);
     await h.control.evaluate(job);
+    await h.control.settled();
     expect(policies.filter((p) => p === 'search')).toHaveLength(1);
+  });
+
+  /** A job with its first plan committed and the refinement (search) held until `release` is called. */
+  async function heldRefinement(h: ReturnType<typeof serviceHarness>) {
+    const job = await registeredJob(h, spec);
+    await runIterations(h, spec, 0, 12);
+    const iteration = await runIterations(h, spec, 12, 8, { link: 1, extraMs: 120 });
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    await commitOpen(h, job);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const decide = h.planning.decide.bind(h.planning);
+    h.planning.decide = async (input, config, lane) => {
+      if (config.planner === 'search') await held;
+      return decide(input, config, lane);
+    };
+    const firstVersion = job.committed!.version;
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job); // starts the refinement and returns without it
+    return { job, iteration, release, firstVersion };
+  }
+
+  it('does not wait for the refinement: the job steps again while it runs, and its plan is switched to once made', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
+    const { job, release, firstVersion } = await heldRefinement(h);
+    expect(job.refinedFor).toBe('0:1');
+    expect(job.switching.handshake).toBeNull();
+    await h.control.evaluate(job); // a step with the refinement still running: not held up by it
+    expect(job.switching.handshake).toBeNull();
+    release();
+    await h.control.settled();
+    expect(job.switching.handshake?.schedule.reason.detail).toMatch(/re-planned \(search\)/);
+    expect(job.switching.handshake!.schedule.version).toBeGreaterThan(firstVersion);
+  });
+
+  it('drops a refinement made for links that no longer straggle (can fail: the same links still straggling take it)', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
+    const { job, iteration, release } = await heldRefinement(h);
+    // Healed while the refinement ran (passes as ingestPass's, waiting for the steps only).
+    for (let i = iteration; i < iteration + 30; i++) {
+      h.clock.advance(100);
+      await reportIteration(h, spec, i);
+      const { batches } = await h.store.readNew(h.registry.reportStreams(), h.config.ingest.consumerGroup, h.registry.replicaId, h.config.ingest.batchSize, 0);
+      for (const batch of batches) await h.ingest.processStream(batch.stream, batch.entries);
+      await h.control.settled('steps');
+    }
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    await h.control.evaluate(job);
+    if (job.switching.handshake) await commitOpen(h, job); // the return to the initial plan
+    const committed = job.committed!.version;
+    const judged = job.decisions.recent().length;
+    h.clock.advance(h.config.control.minReplanIntervalMs);
+    release();
+    await h.control.settled();
+    expect(job.decisions.recent()).toHaveLength(judged); // not even put to the cost gate
+    expect(job.switching.handshake).toBeNull();
+    expect(job.committed!.version).toBe(committed);
+    expect(job.committed!.reason.detail).not.toMatch(/search/);
   });
 
   it('can fail: with refinePlanner none the job is never planned by another policy', async () => {

@@ -11,7 +11,7 @@ import { CLOCK } from '../clock/clock.token';
 import { PIPEMORPH_CONFIG, PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
 import { MetricsService } from '../metrics/metrics.service';
-import { PlanningError, PlanningPool } from '../planning/planning-pool.service';
+import { PlanningError, PlanningLane, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { controlConfigOf } from '../config/control-config-of';
 import { judgeForJob } from './judge-for-job';
@@ -25,6 +25,14 @@ const HEALTHY_REFRESH_MS = 10000;
  * snapshot: each part of a 4096-rank job's step takes tens of ms on the event loop (issue 23, item 5).
  */
 const YIELDING_STEP_RANKS = 1024;
+
+/** A refinement on its way (ControlService.refine): for which straggling links and schedule in force. */
+interface PendingRefinement {
+  links: string;
+  version: number | null;
+  /** Its switch, once made; taken by the step it triggers. */
+  outcome: ControlOutcome | null;
+}
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -41,6 +49,8 @@ export class ControlService {
   /** Jobs with a triggered step that has not started yet: one waiting step covers every trigger since. */
   private readonly waiting = new Map<JobRuntime, Promise<void>>();
   private readonly running = new Set<Promise<void>>();
+  private readonly refinements = new WeakMap<JobRuntime, PendingRefinement>();
+  private readonly refining = new Set<Promise<void>>();
 
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
@@ -85,9 +95,13 @@ export class ControlService {
     return step;
   }
 
-  /** Resolves once every triggered step has ended (shutdown; tests). */
-  async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  /**
+   * Resolves once every triggered step has ended (shutdown; tests) and, unless `steps`, every
+   * refinement under way and the step it triggers.
+   */
+  async settled(what: 'all' | 'steps' = 'all'): Promise<void> {
+    const waited = () => (what === 'all' ? [...this.running, ...this.refining] : [...this.running]);
+    while (waited().length > 0) await Promise.allSettled(waited());
   }
 
   private traced(job: JobRuntime, now: number): Promise<void> {
@@ -138,8 +152,7 @@ export class ControlService {
     job.evaluated();
     // The first phase's decision is judged at once; a refinement runs only with the plan in force.
     let judged = outcome.decision && this.judge(job, outcome.decision, outcome.predictedCurrentMs, now);
-    const refined = await this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none');
-    if (job.released) return; // let go while refining
+    const refined = this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none');
     if (refined?.decision) {
       outcome = refined;
       judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
@@ -181,15 +194,49 @@ export class ControlService {
    * milliseconds so the ranks get slackness and delegation at once; once it is in force and the
    * same links still straggle, the job is planned again with `control.refinePlanner` (the exact
    * planner for small jobs, the search above), which is never worse, and switched again when that
-   * gains at least `minGain`. Runs once per first plan and set of straggling links. Returns the
-   * refined outcome when it decides a switch, else null. `firstPhase`: what became of this step's
-   * first-phase decision (JobRuntime.refineDue).
+   * gains at least `minGain`. Runs once per first plan and set of straggling links
+   * (JobRuntime.refineDue; `firstPhase`: what became of this step's first-phase decision).
+   *
+   * The step does not wait for it: the refinement runs on the planning pool's last lane and, once
+   * made, triggers a step of its own, which takes it (returned here) if the same links still
+   * straggle under the same schedule and nothing else was switched meanwhile. Why: a step that
+   * waited held up the job's next reaction (its steps are serialized) and, on a busy pool, other
+   * jobs' reactions queued behind it (issue 32: control step p99 1.5 s at 10,000 ranks).
    */
-  private async refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined'): Promise<ControlOutcome | null> {
+  private refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined'): ControlOutcome | null {
+    const links = stragglingLinks(input);
+    const version = job.committed?.version ?? null;
+    const pending = this.refinements.get(job);
+    let made: ControlOutcome | null = null;
+    if (pending && (pending.links !== links || pending.version !== version || firstPhase === 'taken')) this.refinements.delete(job);
+    else if (pending?.outcome && firstPhase === 'none') {
+      this.refinements.delete(job);
+      made = pending.outcome;
+    }
     const planner = this.config.control.refinePlanner;
-    if (!job.refineDue(stragglingLinks(input), planner !== 'none' && planner !== this.config.control.planner, firstPhase)) return null;
-    const outcome = await this.decide(job, input, { ...this.controlConfigFor(job), planner: planner as ControlConfig['planner'] }, 'refining the plan');
-    return outcome?.decision ? outcome : null;
+    if (job.refineDue(links, planner !== 'none' && planner !== this.config.control.planner, firstPhase)) this.startRefinement(job, input, links!, version);
+    return made;
+  }
+
+  private startRefinement(job: JobRuntime, input: JobControlInput, links: string, version: number | null): void {
+    const refinement: PendingRefinement = { links, version, outcome: null };
+    this.refinements.set(job, refinement);
+    const started = this.clock.monotonicMs();
+    const config = { ...this.controlConfigFor(job), planner: this.config.control.refinePlanner as ControlConfig['planner'] };
+    const running: Promise<void> = this.decide(job, input, config, 'refining the plan', 'refinement')
+      .then((outcome) => {
+        this.metrics.refinementDuration.observe((this.clock.monotonicMs() - started) / 1000);
+        if (this.refinements.get(job) !== refinement || job.released) return;
+        if (!outcome?.decision) {
+          this.refinements.delete(job);
+          return;
+        }
+        refinement.outcome = outcome;
+        void this.trigger(job);
+      })
+      .catch((error) => this.logger.error(`refinement of job ${job.jobId} failed: ${(error as Error).message}`))
+      .finally(() => this.refining.delete(running));
+    this.refining.add(running);
   }
 
   /** The cost gate on a decision (judgeForJob: logged in the job's decision log), counted by verdict. */
@@ -200,9 +247,9 @@ export class ControlService {
   }
 
   /** A decision from the planning pool; null when planning failed (counted by the pool, logged here). */
-  private async decide(job: JobRuntime, input: JobControlInput, config: ControlConfig, what: string): Promise<ControlOutcome | null> {
+  private async decide(job: JobRuntime, input: JobControlInput, config: ControlConfig, what: string, lane: PlanningLane = 'reaction'): Promise<ControlOutcome | null> {
     try {
-      return await this.planning.decide(input, config);
+      return await this.planning.decide(input, config, lane);
     } catch (error) {
       if (!(error instanceof PlanningError)) throw error;
       this.logger.error(`job ${job.jobId}: ${what} failed (${error.reason}): ${error.message.split('\n')[0]}`);
@@ -227,7 +274,7 @@ export class ControlService {
       ...(input.topology ? { topology: { ...input.topology, dataParallelLinks: input.topology.dataParallelLinks.map((l) => ({ ...l, extraMs: 0, straggler: false })) } } : {}),
     };
     // On a worker: a gauge no reaction waits for (PlanningPool.decide's offLoop).
-    const ms = (await this.planning.decide(healthyInput, this.controlConfig, true)).predictedStaticMs;
+    const ms = (await this.planning.decide(healthyInput, this.controlConfig, 'gauge')).predictedStaticMs;
     // Until every link has a learned baseline the value is provisional: recomputed at the next step.
     if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
     return ms;

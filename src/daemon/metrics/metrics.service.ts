@@ -148,6 +148,12 @@ export class MetricsService {
     buckets: [0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly refinementDuration = new Histogram({
+    name: 'pipemorph_refinement_duration_seconds',
+    help: 'Time from the start of a refinement (control.refinePlanner, the second phase of a reaction) to its plan, queue wait included. No control step waits for it.',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   readonly planningQueue = new Gauge({ name: 'pipemorph_planning_queue', help: 'Control decisions waiting for a planning worker.', registers: [this.registry] });
   readonly planningFailures = new Counter({
     name: 'pipemorph_planning_failures_total',
