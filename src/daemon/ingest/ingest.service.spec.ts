@@ -21,6 +21,26 @@ async function stop(h: ServiceHarness): Promise<void> {
 }
 
 describe('IngestService', () => {
+  it('claims every adopted job though one claim fails, and claims that one again at the next pass (a loop that stops at the first failure fails it)', async () => {
+    const a = serviceHarness();
+    const specs = [registration('adopt-a'), registration('adopt-b')];
+    for (const s of specs) await registeredJob(a, s);
+    for (const s of specs) await runIterations(a, s, 0, 6);
+    // Replica A stops; B takes both jobs once the leases expire, and its first history read fails.
+    const b = serviceHarness({ store: a.store, clock: a.clock, ownerId: 'replica-b' });
+    a.clock.advance(a.config.jobs.leaseMs + 1);
+    await b.registry.discover();
+    const taken = specs.map((s) => b.registry.get(s.jobId)!);
+    expect(taken.every((j) => j !== undefined)).toBe(true);
+    b.store.failNext('delivered', new Error('Command timed out'));
+    await b.ingest.claimForAdopted();
+    expect(taken.map((j) => j.historyReplayed).sort()).toEqual([false, true]); // the other job was not held up
+    expect(await metricValue(b, 'pipemorph_ingest_errors_total')).toBe(1);
+    await b.ingest.claimForAdopted();
+    expect(taken.every((j) => j.historyReplayed)).toBe(true);
+    expect(b.registry.takeAdopted()).toEqual([]);
+  });
+
   it('replays the history into a runtime rebuilt while a batch was being read before it takes the batch (a slow link is not learned as healthy)', async () => {
     const h = serviceHarness();
     const job = await registeredJob(h, spec);

@@ -232,11 +232,21 @@ export class IngestService {
 
   /** A job this replica just took: warm its detector from history, then claim what a crashed consumer left unacknowledged. */
   async claimForAdopted(): Promise<void> {
+    const failed: string[] = [];
     for (const jobId of this.registry.takeAdopted()) {
-      const job = this.registry.get(jobId);
-      if (job) await this.replayOnce(job);
-      await this.claimIdle(jobId, 0);
+      // One job's failed round trip (a Redis timeout under load) must not leave the jobs after it
+      // unclaimed: each is tried, and a failed one is handed out again at the next pass.
+      try {
+        const job = this.registry.get(jobId);
+        if (job) await this.replayOnce(job);
+        await this.claimIdle(jobId, 0);
+      } catch (error) {
+        failed.push(jobId);
+        this.metrics.ingestErrors.inc();
+        this.logger.warn(`claiming adopted job ${jobId} failed (${(error as Error).message.split('\n')[0]}): tried again at the next pass`);
+      }
     }
+    this.registry.returnAdopted(failed);
   }
 
   /** Replays the job's history into a runtime that has not had it yet. */

@@ -140,6 +140,11 @@ export class JobRegistry {
     return taken;
   }
 
+  /** Hands adopted jobs whose claim failed out again at the next pass (those still led here). */
+  returnAdopted(jobIds: readonly string[]): void {
+    for (const jobId of jobIds) if (this.owned.has(jobId)) this.adoptedSinceClaim.add(jobId);
+  }
+
   reportStreams(): string[] {
     return [...this.byReportsStream.keys()];
   }
