@@ -248,6 +248,8 @@ async function main(): Promise<void> {
     ['detect', 'pipemorph_control_stage_seconds', 'stage="detect"'],
     ['decide', 'pipemorph_control_stage_seconds', 'stage="decide"'],
     ['publish', 'pipemorph_control_stage_seconds', 'stage="publish"'],
+    // No step waits for a refinement (ControlService.refine): its own time, queue wait included.
+    ['refine', 'pipemorph_refinement_duration_seconds', ''],
   ];
   const stageSnapshot = async (): Promise<Map<string, Map<string, number>>> => {
     const out = new Map(STAGE_SERIES.map(([k]) => [k, new Map<string, number>()]));

@@ -448,7 +448,7 @@ function headlineParagraph(r: Json): string {
   const ref = (cs.rows as Json[]).find((x) => String(x.fault).startsWith('none (reference') && x.loopAfter.n > 0);
   const lean = (cs.rows as Json[]).find((x) => String(x.fault).startsWith('none, refinement off') && x.loopAfter.n > 0);
   sentences.push(
-    `[Under load](docs/faults.md#the-same-faults-under-load-10000-ranks-on-a-redis-cluster) (${cs.setup.ranks.toLocaleString('en-US')} ranks, a 3-master Redis Cluster, ${cs.setup.replicas} replicas) ${faults.length} faults left ${cs.totals.reportsNeverProcessed} reports unprocessed, ${cs.totals.mixedIterations} mixed-version iterations, ${cs.totals.versionsReused} versions reused and ${cs.totals.splitBrainWrites} split-brain writes; every job was led again ${led.includes(null) ? 'not always' : `within ${fmt(Math.max(...(led as number[])), 1)} s`} (goal 15 s), but the control loop's p99 in the 30 s after a fault was ${fmt(Math.min(...after), 0)}-${fmt(Math.max(...after), 0)} ms (goal 20 ms)${ref && lean ? `; with no fault it was ${fmt(ref.loopAfter.p99, 0)} ms, and ${fmt(lean.loopAfter.p99, 0)} ms on replicas that publish no refined plans (a refined plan waits for the exact planner on one worker)` : ''}.`,
+    `[Under load](docs/faults.md#the-same-faults-under-load-10000-ranks-on-a-redis-cluster) (${cs.setup.ranks.toLocaleString('en-US')} ranks, a 3-master Redis Cluster, ${cs.setup.replicas} replicas) ${faults.length} faults left ${cs.totals.reportsNeverProcessed} reports unprocessed, ${cs.totals.mixedIterations} mixed-version iterations, ${cs.totals.versionsReused} versions reused and ${cs.totals.splitBrainWrites} split-brain writes; every job was led again ${led.includes(null) ? 'not always' : `within ${fmt(Math.max(...(led as number[])), 1)} s`} (goal 15 s); the control loop's p99 in the 30 s after a fault was ${fmt(Math.min(...after), 0)}-${fmt(Math.max(...after), 0)} ms (goal 20 ms)${ref && lean ? `; with no fault it was ${fmt(ref.loopAfter.p99, 0)} ms, and ${fmt(lean.loopAfter.p99, 0)} ms on replicas that refine no plans` : ''}.`,
   );
 
   // Decisions on noise the corpus does not have: the held-out families only (the found ones were fixed against).
@@ -751,12 +751,12 @@ function chaosScaleTable(r: Json): string {
     '',
     'Where the control loop\'s time goes, per window (the replicas\' own histograms, p99 as the upper bound of its bucket, ms, with the count; the largest event-loop delay any replica reported, which for SIGSTOP is the frozen replica\'s own pause):',
     '',
-    '| fault | control step p99 (n) | detect p99 | decide p99 | publish p99 | event-loop delay max (ms) |',
-    '|---|---|---|---|---|---:|',
+    '| fault | control step p99 (n) | detect p99 | decide p99 | publish p99 | refinement p99 (n), no step waits for it | event-loop delay max (ms) |',
+    '|---|---|---|---|---|---|---:|',
     ...(r.rows as Json[]).map((x) => {
       const c = x.controlPath as Json;
       const p = (k: string) => (c[k].n === 0 ? '-' : `${c[k].p99UpToMs === null ? '?' : typeof c[k].p99UpToMs === 'string' ? c[k].p99UpToMs : `<= ${fmt(c[k].p99UpToMs, 1)}`}`);
-      return `| ${x.fault} | ${p('step')} (${c.step.n}) | ${p('detect')} | ${p('decide')} | ${p('publish')} | ${x.eventLoopDelayMsMax} |`;
+      return `| ${x.fault} | ${p('step')} (${c.step.n}) | ${p('detect')} | ${p('decide')} | ${p('publish')} | ${c.refine ? `${p('refine')} (${c.refine.n})` : 'not measured'} | ${x.eventLoopDelayMsMax} |`;
     }),
     '',
     `Over the whole run (${t.iterationsRun.toLocaleString('en-US')} job iterations, ${t.reportsWritten.toLocaleString('en-US')} reports written, ${t.backgroundStragglers} background stragglers): reports never processed ${t.reportsNeverProcessed}${t.jobsWhoseCountIsUnknown ? ` (${t.jobsWhoseCountIsUnknown} jobs not countable)` : ''}, reports refused by Redis ${t.reportsRefused} (skipped by the ranks, as section 4 says), reports a killed master acknowledged and never replicated ${t.reportsGoneWithMaster}, mixed-version iterations ${t.mixedIterations}, versions reused ${t.versionsReused}, split-brain writes ${t.splitBrainWrites} (control entries out of epoch order on the streams: ${t.outOfOrderEpochs}). The load generator fell behind its schedule by at most ${fmt(t.loadGeneratorBehindMsMax, 0)} ms.`,
@@ -772,10 +772,11 @@ function chaosScaleTail(rows: Json[]): string[] {
   const lean = rows.find((x) => String(x.fault).startsWith('none, refinement off'));
   if (!shipped || !lean) return [];
   const p99 = (l: Json) => (l.n === 0 ? '-' : fmt(l.p99, 0));
+  const refine = (x: Json) => (x.controlPath.refine?.n > 0 && typeof x.controlPath.refine.p99UpToMs === 'number' ? `; a refinement's own p99 there (\`pipemorph_refinement_duration_seconds\`, its wait for the worker included) is at most ${fmt(x.controlPath.refine.p99UpToMs, 0)} ms over ${x.controlPath.refine.n} refinements` : '');
   const decide = (x: Json) => (typeof x.controlPath.decide.p99UpToMs === 'number' ? `at most ${fmt(x.controlPath.decide.p99UpToMs, 0)} ms` : String(x.controlPath.decide.p99UpToMs));
   return [
     '',
-    `Where the tail comes from: under the same load with no fault, the control loop's p99 (in the window / in the 30 s after) is ${p99(shipped.loopDuring)} / ${p99(shipped.loopAfter)} ms with the shipped settings and ${p99(lean.loopDuring)} / ${p99(lean.loopAfter)} ms on replicas without the exact planner's refinement (\`control.refinePlanner\` "none"); the decide stage's p99 is ${decide(shipped)} against ${decide(lean)}. A plan the first phase (Alg. 2, on the event loop for jobs this size) finds worth taking is published at once; when it finds none, the step waits for the refinement (the exact planner up to \`control.optimalTimeLimitMs\`, the search up to \`control.searchBudgetMs\`, on the replica's one planning worker, \`control.planningWorkers\`, queued behind other jobs' refinements), and the plan it finds, a straggler's re-sized plan most often, is published at the end of that wait (src/daemon/control/control.service.ts). The refinement-off window starts 20 s after its replicas replaced the others, with their adoptions in it.`,
+    `Where the tail comes from: under the same load with no fault, the control loop's p99 (in the window / in the 30 s after) is ${p99(shipped.loopDuring)} / ${p99(shipped.loopAfter)} ms with the shipped settings and ${p99(lean.loopDuring)} / ${p99(lean.loopAfter)} ms on replicas without the exact planner's refinement (\`control.refinePlanner\` "none"); the decide stage's p99 is ${decide(shipped)} against ${decide(lean)}. No control step waits for a refinement: it runs on the planning worker's last lane, behind every queued reaction (src/daemon/planning/planning-pool.service.ts), and the step it triggers once made publishes its plan if the same links still straggle${refine(shipped)}. The refinement-off window starts 20 s after its replicas replaced the others, with their adoptions in it.`,
   ];
 }
 
