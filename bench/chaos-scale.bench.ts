@@ -125,6 +125,18 @@ interface Probe {
   inForceAt: number | null;
 }
 
+/**
+ * One switch's control loop, ms: `total` from the last report of the iteration the owner decided on
+ * (its decision log) to the prepare; `step` from the step that decided it (the decision record's
+ * time, the daemon's clock) to the prepare. The difference is the wait before that step: a
+ * refinement's (the step it triggers), the re-plan interval or an open handshake the decision was
+ * deferred behind, a new owner's adoption after a fault.
+ */
+interface LoopSample {
+  total: number;
+  step: number;
+}
+
 interface FaultRow {
   fault: string;
   /** Seconds the fault lasted (0 for a kill: instantaneous). */
@@ -142,6 +154,9 @@ interface FaultRow {
   /** Control loop (ms, Redis's clock) for decisions in the fault, and in the AFTER_S seconds after it. */
   loopDuring: { n: number; p50: number | null; p99: number | null; max: number | null };
   loopAfter: { n: number; p50: number | null; p99: number | null; max: number | null };
+  /** The same switches from the step that decided them (its decision record's time) to the prepare: the loop less the wait before the step. */
+  stepDuring: { n: number; p50: number | null; p99: number | null; max: number | null };
+  stepAfter: { n: number; p50: number | null; p99: number | null; max: number | null };
   reportsRefused: number;
   /** The replicas' CPU (alive at the window's end) per report written in the window, µs, and cores used. */
   daemonCpuMicrosPerReport: number | null;
@@ -288,12 +303,12 @@ async function main(): Promise<void> {
   const memoryTimer = setInterval(() => void sampleMemory(), 5000);
 
   /** Control-loop samples (ms) for prepares read in [from, to): the decision the owner logged for that version, its iteration's last report, the prepare. */
-  const loopSamples = async (from: number, to: number): Promise<number[]> => {
-    const out: number[] = [];
+  const loopSamples = async (from: number, to: number): Promise<LoopSample[]> => {
+    const out: LoopSample[] = [];
     for (const j of jobs) {
       const prepares = j.prepares.filter((p) => idMs(p.id) >= from && idMs(p.id) < to);
       if (prepares.length === 0) continue;
-      let log: { decisions: Array<{ iteration: number; scheduleVersion: number | null; verdict: string }> } | null = null;
+      let log: { decisions: Array<{ at: number; iteration: number; scheduleVersion: number | null; verdict: string }> } | null = null;
       for (const r of live()) {
         log = await r.daemon.json(`/jobs/${j.jobId}/decisions`);
         if (log) break;
@@ -302,7 +317,7 @@ async function main(): Promise<void> {
       for (const p of prepares) {
         const d = log.decisions.find((x) => x.verdict === 'taken' && x.scheduleVersion === p.version);
         const last = d ? j.lastIds[d.iteration] : undefined;
-        if (d && last !== undefined) out.push(idMs(p.id) - idMs(last));
+        if (d && last !== undefined) out.push({ total: idMs(p.id) - idMs(last), step: Math.max(0, idMs(p.id) - d.at) });
       }
     }
     return out;
@@ -390,13 +405,15 @@ async function main(): Promise<void> {
     const controlPath = Object.fromEntries(STAGE_SERIES.map(([k]) => [k, windowP99(stages0.get(k)!, stages1.get(k)!)]));
     const during = await loopSamples(at, end);
     const after = await loopSamples(end, end + AFTER_S * 1000);
+    const totals = (samples: LoopSample[]) => samples.map((x) => x.total);
+    const steps = (samples: LoopSample[]) => samples.map((x) => x.step);
     const inForce = probes.filter((p) => p.inForceAt !== null).map((p) => (p.inForceAt! - p.onsetAt) / 1000);
     // A probe whose plan never ran: what its owner decided after the onset (its decision log).
     const missed: string[] = [];
     for (const p of probes.filter((x) => x.inForceAt === null)) {
       let log: { decisions: Array<{ iteration: number; verdict: string; reason: string }> } | null = null;
       for (const r of live()) if ((log = await r.daemon.json(`/jobs/${p.job}/decisions`))) break;
-      const last = log?.decisions.slice(-2).map((d) => `${d.verdict} at ${d.iteration}: ${d.reason}`).join(' / ') ?? 'no owner answered';
+      const last = !log ? 'no owner answered' : log.decisions.length === 0 ? 'no decision logged' : log.decisions.slice(-2).map((d) => `${d.verdict} at ${d.iteration}: ${d.reason}`).join(' / ');
       const j = byId.get(p.job)!;
       const control = ((await redis.xrange(j.keys.control, String(p.onsetAt - 1000), '+').catch(() => [])) as Array<[string, string[]]>).map(([, f]) => {
         const e = JSON.parse(f[1]) as { type: string; version: number; epoch: number; effectiveIteration?: number };
@@ -416,8 +433,10 @@ async function main(): Promise<void> {
       probesInForce: inForce.length,
       probeInForceMedianS: inForce.length > 0 ? round(percentile(inForce, 50)!) : null,
       probeInForceMaxS: inForce.length > 0 ? round(Math.max(...inForce)) : null,
-      loopDuring: summary(during),
-      loopAfter: summary(after),
+      loopDuring: summary(totals(during)),
+      loopAfter: summary(totals(after)),
+      stepDuring: summary(steps(during)),
+      stepAfter: summary(steps(after)),
       reportsRefused: jobs.reduce((a, j) => a + j.refused, 0) - refused0,
       daemonCpuMicrosPerReport: reportsInWindow > 0 ? Math.round((cpuS * 1e6) / reportsInWindow) : null,
       daemonCores: round(cpuS / windowS, 2),

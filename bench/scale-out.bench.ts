@@ -12,7 +12,9 @@
  *
  * Phases (each steady window PIPEMORPH_SCALE_OUT_WINDOW_S, default 40 s): 1 replica; one joins (2);
  * two more join (4); one stops gracefully (SIGTERM: leases released, it leaves the live set at once);
- * one is killed (SIGKILL: its jobs wait for their leases to expire). Per steady window and replica:
+ * one is killed (SIGKILL: its jobs wait for their leases to expire); both left are replaced by one
+ * replica without the refinement (control.refinePlanner "none"), measured once more: what the
+ * refinement costs at this straggler rate. Per steady window and replica:
  * jobs owned (against the fair share jobs / replicas; goal within 20%), daemon CPU time
  * (/proc/<pid>/stat, utime + stime, worker threads included) per report accepted and per control
  * decision (pipemorph_planning_duration_seconds_count), and the capacity that implies: ranks per
@@ -30,6 +32,7 @@ import Redis, { Cluster } from 'ioredis';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { ChaosRanks } from '../test/chaos/chaos-ranks';
 import { clusterConfig, startReadyDaemon } from '../test/support/cluster-daemons';
@@ -104,8 +107,8 @@ async function main(): Promise<void> {
   const config = clusterConfig(cluster);
   const replicas: Replica[] = [];
   let started = 0;
-  const startReplica = async (): Promise<Replica> => {
-    const daemon = await startReadyDaemon(config, 30000);
+  const startReplica = async (settings = config): Promise<Replica> => {
+    const daemon = await startReadyDaemon(settings, 30000);
     cleanups.push(() => daemon.stop('SIGKILL'));
     const replica = { name: `r${++started}`, daemon };
     replicas.push(replica);
@@ -142,7 +145,7 @@ async function main(): Promise<void> {
   await sleep(QUIET_ITERATIONS * ITERATION_MS + 5000);
 
   const windows: Array<Record<string, unknown>> = [];
-  const measure = async (): Promise<void> => {
+  const measure = async (settings = 'shipped'): Promise<void> => {
     await sleep(SETTLE_S * 1000);
     const before = await Promise.all(replicas.map(snapshot));
     const bench0 = process.cpuUsage();
@@ -175,7 +178,7 @@ async function main(): Promise<void> {
     const marginalUsPerReport = ((cpuS - idleCoreFraction * seconds * replicas.length) * 1e6) / reports;
     const worst = Math.max(...per.map((p) => Math.abs(p.shareOfFair - 1)));
     const w = {
-      replicas: replicas.length, seconds: round(seconds), fairShare: round(fair, 2), perReplica: per,
+      replicas: replicas.length, settings, seconds: round(seconds), fairShare: round(fair, 2), perReplica: per,
       worstShareDeviation: round(worst, 3), shareGoalMet: worst <= 0.2 && samples.every((s) => s.every((owned) => Math.abs(owned / fair - 1) <= 0.2)),
       reportsPerSecond: round(reports / seconds), decisionsPerSecond: round(decisions / seconds, 2),
       cpuMicrosPerReport: Math.round(usPerReport), marginalCpuMicrosPerReport: Math.round(marginalUsPerReport), cpuMsPerDecision: decisions > 0 ? round((cpuS * 1e3) / decisions, 2) : null,
@@ -223,6 +226,16 @@ async function main(): Promise<void> {
     const [r] = replicas.splice(1, 1);
     await r.daemon.stop('SIGKILL');
   });
+
+  // The same load on one replica without the refinement (control.refinePlanner "none"): how much of a
+  // replica's CPU the exact planner's refinement is at this straggler rate (issue 32, item 3).
+  const lean: PipemorphConfig = { ...config, control: { ...config.control, refinePlanner: 'none' } };
+  await move('both replicas are replaced by one without the refinement (control.refinePlanner "none", 2 -> 1)', async () => {
+    const old = replicas.splice(0);
+    await Promise.all(old.map((r) => r.daemon.stop('SIGTERM')));
+    await startReplica(lean);
+  });
+  await measure('refinement off (control.refinePlanner "none")');
 
   // Quiet down: no new stragglers, every handshake has time to finish (prepareTimeoutMs).
   stragglers = false;
@@ -273,7 +286,7 @@ async function main(): Promise<void> {
   const result = {
     bench: 'scale-out',
     command: 'npm run bench:scale-out',
-    setup: { redis: 'Redis Cluster, 3 masters + 3 replicas (local redis-server 7)', jobs: JOBS, stages: STAGES, dp: 1, ranks: JOBS * STAGES, iterationMs: ITERATION_MS, straggler: `60 ms on link 1 for ${STRAGGLER_ON} of every ${STRAGGLER_PERIOD} iterations, staggered`, leaseMs: config.jobs.leaseMs, discoveryIntervalMs: config.jobs.discoveryIntervalMs, windowSeconds: WINDOW_S },
+    setup: { redis: 'Redis Cluster, 3 masters + 3 replicas (local redis-server 7)', jobs: JOBS, stages: STAGES, dp: 1, ranks: JOBS * STAGES, iterationMs: ITERATION_MS, straggler: `60 ms on link 1 for ${STRAGGLER_ON} of every ${STRAGGLER_PERIOD} iterations, staggered`, stragglerOnIterations: STRAGGLER_ON, stragglerPeriodIterations: STRAGGLER_PERIOD, leaseMs: config.jobs.leaseMs, discoveryIntervalMs: config.jobs.discoveryIntervalMs, windowSeconds: WINDOW_S },
     allScheduledSeconds: round(allScheduledS),
     idleReplicaCoreFraction: round(idleCoreFraction, 4),
     windows,
