@@ -37,13 +37,14 @@
  * Writes bench/results/chaos-scale.json, rendered into docs/benchmarks.md and docs/faults.md.
  */
 import Redis, { Cluster } from 'ioredis';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { startStamp } from '../src/support/results-stamp';
-import { clusterConfig, startReadyDaemon } from '../test/support/cluster-daemons';
+import { clusterConfig, Replica, ReplicaSet } from '../test/support/cluster-daemons';
+import { cpuSecondsOf, rssMiBOf } from '../test/support/proc-stats';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { RedisCluster } from '../test/support/redis-cluster';
 import { percentile } from './bench-stats';
@@ -68,29 +69,6 @@ const PROBE_MAX_MS = 90000;
 const cleanups: Array<() => Promise<unknown>> = [];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-const TICKS_PER_S = 100;
-
-function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
-  } catch {
-    return 0;
-  }
-}
-
-function rssMiBOf(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? round(Number(m[1]) / 1024) : 0;
-  } catch {
-    return 0;
-  }
-}
-
 /** Cumulative bucket counts of a histogram series on a /metrics page: le -> count, summed over its label sets with `labels`. */
 function buckets(text: string, name: string, labels = ''): Map<string, number> {
   const out = new Map<string, number>();
@@ -109,13 +87,6 @@ function windowP99(before: Map<string, number>, after: Map<string, number>): { n
   if (n <= 0) return { n: 0, p99UpToMs: null };
   for (const le of les) if ((after.get(le) ?? 0) - (before.get(le) ?? 0) >= 0.99 * n) return { n, p99UpToMs: le === '+Inf' ? `over ${Number(les[les.length - 2]) * 1000}` : Number(le) * 1000 };
   return { n, p99UpToMs: null };
-}
-
-interface Replica {
-  name: string;
-  daemon: DaemonProcess;
-  /** Frozen by SIGSTOP: does not answer, does not lead. */
-  frozen: boolean;
 }
 
 interface Probe {
@@ -181,15 +152,9 @@ async function main(): Promise<void> {
   const run = Date.now().toString(36);
   const config = clusterConfig(cluster);
 
-  const replicas: Replica[] = [];
-  let started = 0;
-  const startReplica = async (settings = config): Promise<Replica> => {
-    const daemon = await startReadyDaemon(settings, 60000);
-    cleanups.push(() => daemon.stop('SIGKILL'));
-    const replica = { name: `r${++started}`, daemon, frozen: false };
-    replicas.push(replica);
-    return replica;
-  };
+  const set = new ReplicaSet(config, 60000, cleanups);
+  const replicas = set.replicas;
+  const startReplica = (settings = config): Promise<Replica> => set.start(settings);
   for (let k = 0; k < REPLICAS; k++) await startReplica();
 
   const jobs = Array.from({ length: JOBS }, (_, k) => new JobRanks(redis, `cs-${run}-${k}`, STAGES, DP, ITERATION_MS, 0));

@@ -29,13 +29,14 @@
  * Writes bench/results/scale-out.json, rendered into docs/benchmarks.md (bench/readme-tables.ts).
  */
 import Redis, { Cluster } from 'ioredis';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { PipemorphConfig } from '../src/daemon/config/pipemorph-config.type';
 import { jobKeys } from '../src/protocol/redis-keys';
 import { ChaosRanks } from '../test/chaos/chaos-ranks';
-import { clusterConfig, startReadyDaemon } from '../test/support/cluster-daemons';
+import { clusterConfig, Replica, ReplicaSet } from '../test/support/cluster-daemons';
+import { cpuSecondsOf } from '../test/support/proc-stats';
 import { DaemonProcess } from '../test/support/daemon-process';
 import { RedisCluster } from '../test/support/redis-cluster';
 import { startStamp } from '../src/support/results-stamp';
@@ -48,7 +49,6 @@ const STRAGGLER_ON = 10;
 const STRAGGLER_PERIOD = 30;
 /** Iterations before the first straggler: past the detector's baseline warm-up. */
 const QUIET_ITERATIONS = 15;
-const TICKS_PER_S = 100; // USER_HZ on Linux
 /** Seconds a fresh replica with no job is watched: its fixed CPU cost (discovery, maintenance, ingest polls). */
 const IDLE_S = 10;
 /** Seconds after a move before a steady window: adoption, history replay and a new process's JIT are not steady state. */
@@ -59,17 +59,6 @@ const cleanups: Array<() => Promise<unknown>> = [];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S; // utime, stime (fields 14, 15)
-}
-
-interface Replica {
-  name: string;
-  daemon: DaemonProcess;
-}
 
 async function scrape(d: DaemonProcess): Promise<(name: string, labels?: string) => number> {
   const text = await (await fetch(`${d.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
@@ -105,15 +94,9 @@ async function main(): Promise<void> {
   const redis: Cluster = cluster.client();
   const run = Date.now().toString(36);
   const config = clusterConfig(cluster);
-  const replicas: Replica[] = [];
-  let started = 0;
-  const startReplica = async (settings = config): Promise<Replica> => {
-    const daemon = await startReadyDaemon(settings, 30000);
-    cleanups.push(() => daemon.stop('SIGKILL'));
-    const replica = { name: `r${++started}`, daemon };
-    replicas.push(replica);
-    return replica;
-  };
+  const set = new ReplicaSet(config, 30000, cleanups);
+  const replicas = set.replicas;
+  const startReplica = (settings = config): Promise<Replica> => set.start(settings);
   const jobIds = Array.from({ length: JOBS }, (_, k) => `so-${run}-${k}`);
   const ranks = jobIds.map((jobId) => new ChaosRanks(redis as unknown as Redis, jobId, STAGES, ITERATION_MS));
   const owners = async (): Promise<Map<string, string | null>> => new Map(await Promise.all(jobIds.map(async (id) => [id, await redis.get(jobKeys(id).owner)] as [string, string | null])));

@@ -29,3 +29,34 @@ export async function startReadyDaemon(config: PipemorphConfig, timeoutMs: numbe
   }
   return daemon;
 }
+
+/** A daemon replica a bench started, named r1, r2, ... in start order. */
+export interface Replica {
+  name: string;
+  daemon: DaemonProcess;
+  /** Frozen by SIGSTOP (bench:chaos-scale): does not answer, does not lead. */
+  frozen: boolean;
+}
+
+/**
+ * The replicas a bench runs (`replicas`: those it has not taken out itself). Each started one is
+ * killed by the bench's `cleanups` if the bench fails half-way: no daemon outlives it.
+ */
+export class ReplicaSet {
+  readonly replicas: Replica[] = [];
+  private started = 0;
+
+  constructor(
+    private readonly config: PipemorphConfig,
+    private readonly readyTimeoutMs: number,
+    private readonly cleanups: Array<() => Promise<unknown>>,
+  ) {}
+
+  async start(settings: PipemorphConfig = this.config): Promise<Replica> {
+    const daemon = await startReadyDaemon(settings, this.readyTimeoutMs);
+    this.cleanups.push(() => daemon.stop('SIGKILL'));
+    const replica = { name: `r${++this.started}`, daemon, frozen: false };
+    this.replicas.push(replica);
+    return replica;
+  }
+}
