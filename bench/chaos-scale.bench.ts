@@ -19,7 +19,9 @@
  * the load alone on replicas replaced by ones without the exact planner's refinement
  * (control.refinePlanner "none"), which shows where the control loop's tail comes from.
  * At each fault's start a probe straggler is put on PROBES jobs (those the faulted replica leads
- * when a replica is faulted). Per fault: iterations whose ranks ran mixed versions, versions reused
+ * when a replica is faulted), none whose schedule already answers the probe's link (last round's
+ * "no decision in 90 s" SIGSTOP probes are suspected to be such jobs: a straggler plan kept through
+ * the freeze needs no switch). Per fault: iterations whose ranks ran mixed versions, versions reused
  * and control writes under a superseded epoch (read by the ranks, in stream order) in its window;
  * time until every job is led again (owner key set and the live replicas' jobs_owned summing to
  * every job); time until each probe's plan (a schedule naming its link) runs on all its ranks; the
@@ -65,6 +67,8 @@ const PROBES = 3;
 const AFTER_S = 30;
 /** A probe's straggler lasts until its plan is in force, at most this long. */
 const PROBE_MAX_MS = 90000;
+/** The link a probe straggler slows (dp 0, link 1), as a schedule's reason names it. */
+const PROBE_LINK = '0:1';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -289,8 +293,12 @@ async function main(): Promise<void> {
   };
   const summary = (ms: number[]) => ({ n: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.length > 0 ? Math.max(...ms) : null });
 
+  /** Jobs passed over as probes because the schedule their ranks run already answers the probe's link (a healed straggler not yet recovered from): no switch could be timed there. */
+  let probesPassedOver = 0;
   const startProbes = (candidates: JobRanks[]): Probe[] => {
-    const free = candidates.filter((j) => j.slow.size === 0 && !probing.has(j.jobId));
+    const idle = candidates.filter((j) => j.slow.size === 0 && !probing.has(j.jobId));
+    const free = idle.filter((j) => !j.answers.get(j.agreed)?.has(PROBE_LINK));
+    probesPassedOver += idle.length - free.length;
     const chosen: JobRanks[] = [];
     while (chosen.length < PROBES && free.length > 0) chosen.push(free.splice(Math.floor(random() * free.length), 1)[0]);
     const now = Date.now();
@@ -305,7 +313,7 @@ async function main(): Promise<void> {
     for (const p of probes) {
       const j = byId.get(p.job)!;
       // In force: every rank runs a version newer than at the onset whose schedule names the probe's link (dp 0, link 1) as a straggler it answers.
-      if (p.inForceAt === null) p.inForceAt = j.agreedChanges.find((c) => c.version > p.versionAtOnset && j.answers.get(c.version)?.has('0:1'))?.at ?? null;
+      if (p.inForceAt === null) p.inForceAt = j.agreedChanges.find((c) => c.version > p.versionAtOnset && j.answers.get(c.version)?.has(PROBE_LINK))?.at ?? null;
       if (p.inForceAt !== null || Date.now() - p.onsetAt > PROBE_MAX_MS) {
         if (probing.delete(p.job)) j.slow.clear();
       }
@@ -597,6 +605,7 @@ async function main(): Promise<void> {
     outOfOrderEpochs,
     iterationsRun: jobs.reduce((a, j) => a + j.iteration, 0),
     backgroundStragglers: backgroundEpisodes,
+    probesPassedOver,
     loadGeneratorBehindMsMax: behindMsMax,
   };
   const faults = rows.filter((r) => !r.fault.startsWith('none'));
