@@ -69,13 +69,17 @@ export function registration(jobId: string, stages = 4, dp = 1, opMs = 10): Regi
   };
 }
 
-/** What the ingest loop does in one pass (claim for adopted jobs, read, process), without the loop. */
-export async function ingestPass(h: ServiceHarness): Promise<void> {
+/**
+ * What the ingest loop does in one pass (claim for adopted jobs, read, process), without the loop.
+ * `wait`: what the pass waits for before it acknowledges, every step and refinement it set off
+ * ('all') or the steps only (a test holding a refinement).
+ */
+export async function ingestPass(h: ServiceHarness, wait: 'all' | 'steps' = 'all'): Promise<void> {
   await h.ingest.claimForAdopted();
   const { consumerGroup, batchSize } = h.config.ingest;
   const { batches } = await h.store.readNew([REGISTRATIONS_STREAM, ...h.registry.reportStreams()], consumerGroup, h.registry.replicaId, batchSize, 0);
   for (const batch of batches) await h.ingest.processStream(batch.stream, batch.entries);
-  await h.control.settled(); // the decisions the pass triggered
+  await h.control.settled(wait); // the decisions the pass triggered
   await h.ingest.acknowledged();
 }
 

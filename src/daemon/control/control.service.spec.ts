@@ -165,13 +165,11 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
   it('drops a refinement made for links that no longer straggle (can fail: the same links still straggling take it)', async () => {
     const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
     const { job, iteration, release } = await heldRefinement(h);
-    // Healed while the refinement ran (passes as ingestPass's, waiting for the steps only).
+    // Healed while the refinement ran (passes that wait for the steps only: the refinement is held).
     for (let i = iteration; i < iteration + 30; i++) {
       h.clock.advance(100);
       await reportIteration(h, spec, i);
-      const { batches } = await h.store.readNew(h.registry.reportStreams(), h.config.ingest.consumerGroup, h.registry.replicaId, h.config.ingest.batchSize, 0);
-      for (const batch of batches) await h.ingest.processStream(batch.stream, batch.entries);
-      await h.control.settled('steps');
+      await ingestPass(h, 'steps');
     }
     h.clock.advance(h.config.control.minReplanIntervalMs);
     await h.control.evaluate(job);
