@@ -114,7 +114,7 @@ export class ReplayJob {
     if (!decision || !judged || !judged.take) return null;
     const record = judged.record;
     record.scheduleVersion = ++this.version;
-    const effectiveIteration = job.committed ? Math.max(0, job.progress.maxIteration) + 1 + switchLead(job, decision, this.config) : 0;
+    const effectiveIteration = job.committed ? Math.max(0, job.progress.iterationAt(now, this.config.jobs.staleRankMs)) + 1 + switchLead(job, decision, this.config) : 0;
     const schedule = publishedScheduleOf(job, decision, { version: this.version, state: 'committed', effectiveIteration, now, traceId: '0'.repeat(32) });
     job.switching.committed(now, decision.kind === 'remap', this.config.control.minReplanIntervalMs);
     job.noteCommitted(schedule, !job.committed);

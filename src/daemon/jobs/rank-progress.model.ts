@@ -16,6 +16,19 @@ export class RankProgress {
     return this.highest;
   }
 
+  /**
+   * The highest iteration the fastest rank can have started by `now`: the highest reported plus the
+   * whole iterations that elapsed since its first report arrived, at the measured pace, counting at
+   * most `horizonMs` of silence (a job silent for longer is stalled, not running ahead). A decision
+   * made between reports (a refinement finishing, a back-off expiring, a slow ingest pass) would
+   * otherwise count the switch's lead from an iteration the ranks have already left.
+   */
+  iterationAt(now: number, horizonMs: number): number {
+    if (this.highest < 0 || !(this.paceMs > 0) || this.lastIterationAt <= 0) return this.highest;
+    const elapsed = Math.min(Math.max(0, now - this.lastIterationAt), horizonMs);
+    return this.highest + Math.floor(elapsed / this.paceMs);
+  }
+
   /** Iteration time estimated from how fast reported iterations advance, ms (NaN until known). */
   get iterationMs(): number {
     return this.paceMs;

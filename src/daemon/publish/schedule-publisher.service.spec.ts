@@ -22,6 +22,22 @@ describe('SchedulePublisher', () => {
     expect(h.store.controlEvents(spec.jobId).map((e) => e.type)).toEqual(['commit', 'prepare', 'commit']);
   });
 
+  it('counts the lead from where the ranks are by now: a step between reports gives every rank a read before E (can fail: counted from the last report, the fastest rank hears it at E)', async () => {
+    const h = serviceHarness();
+    const { job, iteration } = await stragglingJob(h, spec);
+    const last = iteration - 1; // the newest report, heard when the clock was at its latest advance
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    h.clock.advance(250); // 2.5 iterations of 100 ms without a report: a slow pass, a refinement finishing
+    const elapsed = h.clock.now() - job.progress.lastSeen(0);
+    await h.control.evaluate(job);
+    const open = job.switching.handshake!;
+    // Protocol sec. 5.1: the fastest rank runs one iteration past what the elapsed time explains and
+    // reads control at the start of the next; it must hear the prepare before E to accept it.
+    const fastestRuns = last + Math.floor(elapsed / job.progress.iterationMs) + 1;
+    expect(elapsed).toBeGreaterThanOrEqual(2 * job.progress.iterationMs);
+    expect(fastestRuns + 1).toBeLessThan(open.schedule.effectiveIteration);
+  });
+
   it('aborts at the prepare deadline on the clock, and backs off twice as long after each abort', async () => {
     const h = serviceHarness();
     const { job } = await preparedJob(h, spec);

@@ -56,8 +56,9 @@ export class SchedulePublisher {
     // When report m arrives the fastest rank is already inside m + 1 (it read control at that
     // iteration's start, before this prepare existed), so the first read that can see the prepare is at
     // the start of m + 2: count the lead from there, or a rank following protocol sec. 4 hears the
-    // prepare only at E itself with lead 2 and must refuse it as late.
-    const effectiveIteration = Math.max(0, job.progress.maxIteration) + 1 + lead;
+    // prepare only at E itself with lead 2 and must refuse it as late. A step between reports (a
+    // refinement finishing, a slow ingest pass) counts from where the ranks are by now.
+    const effectiveIteration = Math.max(0, job.progress.iterationAt(now, this.config.jobs.staleRankMs)) + 1 + lead;
     const schedule = await this.build(job, decision, 'prepared', effectiveIteration, now);
     if (!schedule) return;
     trace.getActiveSpan()?.setAttributes({ 'pipemorph.version': schedule.version, 'pipemorph.effective_iteration': effectiveIteration, 'pipemorph.links': schedule.reason.links.map((l) => `dp${l.dp}:${l.link}`).join(' ') });
