@@ -1,5 +1,6 @@
 import { Schedule } from '../pipeline/schedule.type';
 import { AllReduceModel } from '../topology/topology.type';
+import { FleetSlowGroup } from '../fleet/fleet-slow-group.type';
 
 /** One pipeline link of one data-parallel replica, as the detector sees it now. */
 export interface PipelineLinkView {
@@ -51,6 +52,8 @@ export interface TopologyView {
   dataParallelLinks: DataParallelLinkView[];
   /** False while the last re-map is too recent. */
   remapAllowed: boolean;
+  /** Links the fleet names slow around the job (fleetSlowGroups; absent: the job's own measurements only). */
+  fleetSlow?: readonly FleetSlowGroup[];
 }
 
 export interface JobControlInput {

@@ -91,6 +91,34 @@ describe('decideRemap (through decideControl)', () => {
     expect(decideControl(input(0), config).predictedCurrentMs!).toBeCloseTo(pipelineOnly + healthyRingMs, 6);
   });
 
+  it('prices the pairs the fleet names slow: a rank behind a bad NIC is slow to peers this job never measured (can fail: without the fleet, the move is predicted to heal it)', () => {
+    // Only stage 1's ring is measured slow (ranks 1 and 5); the fleet names rank 1's NIC, seen by other jobs.
+    const ownOnly = (extraMs: number): DataParallelLinkView[] => input(0).topology!.dataParallelLinks.map((l) => ({ ...l, ...(l.fromRank % S === 1 ? { extraMs, straggler: true } : {}) }));
+    const nic = { suspect: 'nic:node-1', from: [1], to: [0, 2, 3, 4, 5, 6, 7], extraMs: 30 };
+    const blind = decideControl(input(0, { localityOf: new Map(), dataParallelLinks: ownOnly(30) }), config).decision;
+    const told = decideControl(input(0, { localityOf: new Map(), dataParallelLinks: ownOnly(30), fleetSlow: [nic] }), config).decision;
+    // Rank 1's peers in a decision's layout (pipeline neighbours and ring partner), and those of
+    // them it prices slow (a residual pipeline straggler, or a ring it predicts slow).
+    const peersOf = (d: typeof told) => {
+      const rankAt = d!.topology!.rankAt;
+      const at = rankAt.indexOf(1);
+      const pp = at % S;
+      return [pp > 0 ? rankAt[at - 1] : -1, pp < S - 1 ? rankAt[at + 1] : -1, rankAt[((Math.floor(at / S) + 1) % 2) * S + pp]].filter((r) => r >= 0).sort();
+    };
+    const measuredHealthy = [0, 2]; // pipeline links 0-1 and 1-2, measured healthy by this job
+    expect(blind?.kind).toBe('remap');
+    expect(told?.kind).toBe('remap');
+    // Blind, the search puts rank 1 beside a peer it never measured and predicts every link healed.
+    expect(peersOf(blind).filter((r) => !measuredHealthy.includes(r))).not.toEqual([]);
+    expect(blind!.links).toEqual([]);
+    // Told, rank 1 gets only peers measured healthy (or a residual straggler priced at the NIC's
+    // delay), and its prediction is no better than blind's optimistic one.
+    const toldUnmeasured = peersOf(told).filter((r) => !measuredHealthy.includes(r));
+    const toldSlow = told!.links.filter((l) => l.upRank === 1 || l.downRank === 1).map((l) => (l.upRank === 1 ? l.downRank : l.upRank));
+    expect(toldUnmeasured.filter((r) => !toldSlow.includes(r))).toEqual([]);
+    expect(told!.predictedNewMs).toBeGreaterThanOrEqual(blind!.predictedNewMs);
+  });
+
   it('without localities moves only the measured slow pairs off the rings', () => {
     const { decision } = decideControl(input(30, { localityOf: new Map() }), config);
     expect(decision?.kind).toBe('remap');

@@ -28,7 +28,9 @@ export function healthyLinkMs(input: JobControlInput): number[] {
  * Slow node pairs (node = index into topology.rankAt) from every measured straggler. A slow link
  * between two localities is taken to be the boundary between them, so every pair across it is
  * slow, unless a measured link across the same boundary is healthy (under half the slow delay):
- * then only the measured pairs are.
+ * then only the measured pairs are. Pairs the fleet names slow (topology.fleetSlow: a bad NIC, a
+ * slow uplink seen by other jobs) are slow too, unless this job measured that very pair healthy:
+ * its own measurement is newer and closer than the fleet's.
  */
 export function slowNodeLinks(input: JobControlInput, t: TopologyView): NodeLink[] {
   const nodeOf = new Map(t.rankAt.map((rank, node) => [rank, node]));
@@ -68,6 +70,25 @@ export function slowNodeLinks(input: JobControlInput, t: TopologyView): NodeLink
     if (!(slowMs > 0) || fastestMs < slowMs / 2) continue;
     const [la, lb] = key.split('\u0000');
     for (const a of members.get(la) ?? []) for (const b of members.get(lb) ?? []) add(a, b, slowMs);
+  }
+  if (t.fleetSlow && t.fleetSlow.length > 0) {
+    const pairKey = (a: number, b: number) => (a < b ? a * n + b : b * n + a);
+    const healthy = new Set<number>();
+    for (const { from, to, straggler } of measured) {
+      const a = nodeOf.get(from);
+      const b = nodeOf.get(to);
+      if (a !== undefined && b !== undefined && !straggler) healthy.add(pairKey(a, b));
+    }
+    for (const group of t.fleetSlow) {
+      for (const from of group.from) {
+        const a = nodeOf.get(from);
+        if (a === undefined) continue;
+        for (const to of group.to) {
+          const b = nodeOf.get(to);
+          if (b !== undefined && !healthy.has(pairKey(a, b))) add(a, b, group.extraMs);
+        }
+      }
+    }
   }
   return [...pairs.values()];
 }

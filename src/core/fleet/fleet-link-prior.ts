@@ -23,13 +23,18 @@ export type FleetLinkPriorOf = (fromRank: number, toRank: number) => FleetLinkPr
 export function fleetLinkPrior(view: FleetView, jobId: string, ranks: readonly FleetRankPlace[]): FleetLinkPriorOf {
   const place = new Map<number, FleetRankPlace>();
   for (const r of ranks) place.set(r.rank, r);
-  const suspects = view.suspects.filter((s) => s.kind !== 'compute' && s.jobs.some((j) => j !== jobId));
+  const suspects = linkSuspectsFromOtherJobs(view, jobId);
   return (fromRank, toRank) => {
     const a = place.get(fromRank);
     const b = place.get(toRank);
     if (!a || !b || a.node === b.node) return null;
     return suspects.some((s) => covers(s, a, b)) ? 'slow' : null;
   };
+}
+
+/** The link suspects (not compute) named on evidence of at least one job other than `jobId`. */
+export function linkSuspectsFromOtherJobs(view: FleetView, jobId: string): FleetSuspect[] {
+  return view.suspects.filter((s) => s.kind !== 'compute' && s.jobs.some((j) => j !== jobId));
 }
 
 function covers(s: FleetSuspect, a: FleetRankPlace, b: FleetRankPlace): boolean {

@@ -10,6 +10,7 @@ import { OverridesService } from '../overrides/overrides.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { JOB_STORE, JobStore } from '../store/job-store.repository';
 import { fleetLinkPrior } from '../../core/fleet/fleet-link-prior';
+import { fleetSlowGroups } from '../../core/fleet/fleet-slow-groups';
 import { FleetView } from '../../core/fleet/fleet-view.type';
 import { JobRuntime } from './job-runtime';
 
@@ -115,7 +116,7 @@ export class JobRegistry {
     let slow = 0;
     for (const job of this.owned.values()) {
       if (job.released) continue;
-      job.setFleetPrior(fleetLinkPrior(view, job.jobId, job.spec.ranks));
+      job.setFleetPrior(fleetLinkPrior(view, job.jobId, job.spec.ranks), fleetSlowGroups(view, job.jobId, job.spec.ranks));
       slow += job.detector.fleetPriorLinks();
     }
     return slow;
@@ -322,7 +323,7 @@ export class JobRegistry {
     await this.overrides.adopt(job, previous);
     if (job.committed) this.metrics.scheduleInForce(jobId, job.committed);
     if (pending) await this.publisher.abandonPending(job, pending);
-    if (this.fleetView && this.config.fleet.prior) job.setFleetPrior(fleetLinkPrior(this.fleetView, jobId, spec.ranks));
+    if (this.fleetView && this.config.fleet.prior) job.setFleetPrior(fleetLinkPrior(this.fleetView, jobId, spec.ranks), fleetSlowGroups(this.fleetView, jobId, spec.ranks));
     this.owned.set(jobId, job);
     this.byReportsStream.set(keys.reports, job);
     this.adoptedSinceClaim.add(jobId);

@@ -72,6 +72,16 @@ describe('JobRuntime: topology changes', () => {
     expect(job.detector.fleetPriorLinks()).toBe(0);
   });
 
+  it('hands the links the fleet names slow to the re-map, shrunk to reporting ranks, and drops them with the prior', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    const nicA = (from: number, to: number) => (registration.ranks[from].node === 'a' || registration.ranks[to].node === 'a' ? 'slow' as const : null);
+    job.setFleetPrior(nicA, [{ suspect: 'nic:a', from: [0, 1], to: [2, 3, 4, 5, 6, 7], extraMs: 20 }]);
+    const view = () => job.topologyView({ links: [], dataParallelLinks: [], compute: [] } as never, 0, 0);
+    expect(view().fleetSlow).toEqual([{ suspect: 'nic:a', from: [0], to: [2, 4, 6], extraMs: 20 }]);
+    job.setFleetPrior(null, [{ suspect: 'nic:a', from: [0, 1], to: [2, 3, 4, 5, 6, 7], extraMs: 20 }]);
+    expect(view().fleetSlow).toBeUndefined();
+  });
+
   it('adopts the committed layout at once when a replica takes the job over', () => {
     const job = new JobRuntime(registration, 2, DEFAULT_DETECTOR_CONFIG);
     job.noteCommitted(schedule(6, { ...swapped, moved: [] }), true);

@@ -1,4 +1,5 @@
 import { FleetLinkPriorOf } from '../../core/fleet/fleet-link-prior';
+import { FleetSlowGroup } from '../../core/fleet/fleet-slow-group.type';
 import { JobControlInput, PipelineGroupPlan, TopologyView } from '../../core/control/control-input.type';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
 import { RankPosition } from '../../core/detect/detection.type';
@@ -56,6 +57,8 @@ export class JobRuntime {
   readonly adoptedAt: number;
   readonly layout: LayoutTracker;
   readonly progress = new RankProgress();
+  /** Links the fleet names slow around the job (setFleetPrior). */
+  private fleetSlow: readonly FleetSlowGroup[] = [];
   readonly switching = new SwitchState();
   readonly ingestCounts = new IngestCounters();
   /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
@@ -102,9 +105,15 @@ export class JobRuntime {
     return this.layout.detector;
   }
 
-  /** The fleet's prior on the job's links (fleetLinkPrior), kept for the detectors of later layouts too. */
-  setFleetPrior(prior: FleetLinkPriorOf | null): void {
+  /**
+   * The fleet's prior on the job's links (fleetLinkPrior), kept for the detectors of later layouts
+   * too, and the links it names slow (fleetSlowGroups), which a re-map prices (topologyView).
+   */
+  setFleetPrior(prior: FleetLinkPriorOf | null, slow: readonly FleetSlowGroup[] = []): void {
     this.layout.setFleetPrior(prior);
+    // Only reporting ranks are placed: the groups shrink to them (they cross to the planning worker).
+    const placed = (ranks: number[]) => ranks.filter((r) => this.positionOf.has(r));
+    this.fleetSlow = prior ? slow.map((g) => ({ ...g, from: placed(g.from), to: placed(g.to) })).filter((g) => g.from.length > 0 && g.to.length > 0) : [];
   }
 
   /** The reporting ranks (tp 0) at their current slots. */
@@ -364,6 +373,7 @@ export class JobRuntime {
       allReduce: rankAt.includes(-1) ? null : this.spec.allReduce(),
       dataParallelLinks: snapshot.dataParallelLinks.map((l) => ({ fromRank: l.fromRank, toRank: l.toRank, extraMs: l.extraMs, straggler: l.straggler })),
       remapAllowed: !this.layout.pendingTopology && now - this.switching.lastRemapAt >= minIntervalMs,
+      ...(this.fleetSlow.length > 0 ? { fleetSlow: this.fleetSlow } : {}),
     };
   }
 
