@@ -51,6 +51,8 @@ export class ControlService {
   private readonly running = new Set<Promise<void>>();
   private readonly refinements = new WeakMap<JobRuntime, PendingRefinement>();
   private readonly refining = new Set<Promise<void>>();
+  /** The healthy yardstick in flight, per job (refreshHealthy): at most one each. */
+  private readonly gauging = new Map<JobRuntime, Promise<void>>();
 
   constructor(
     @Inject(PIPEMORPH_CONFIG) private readonly config: PipemorphConfig,
@@ -97,10 +99,10 @@ export class ControlService {
 
   /**
    * Resolves once every triggered step has ended (shutdown; tests) and, unless `steps`, every
-   * refinement under way and the step it triggers.
+   * refinement under way and the step it triggers, and every healthy yardstick being priced.
    */
   async settled(what: 'all' | 'steps' = 'all'): Promise<void> {
-    const waited = () => (what === 'all' ? [...this.running, ...this.refining] : [...this.running]);
+    const waited = () => (what === 'all' ? [...this.running, ...this.refining, ...this.gauging.values()] : [...this.running]);
     while (waited().length > 0) await Promise.allSettled(waited());
   }
 
@@ -152,7 +154,7 @@ export class ControlService {
     job.evaluated();
     // The first phase's decision is judged at once; a refinement runs only with the plan in force.
     let judged = outcome.decision && this.judge(job, outcome.decision, outcome.predictedCurrentMs, now);
-    const refined = this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none');
+    const refined = this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none', outcome.refinable !== false);
     if (refined?.decision) {
       outcome = refined;
       judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
@@ -184,9 +186,10 @@ export class ControlService {
       this.metrics.controlStages.observe({ stage: 'publish' }, (this.clock.monotonicMs() - publishing) / 1000);
       judged.record.scheduleVersion = job.handshake?.schedule.version ?? job.committed?.version ?? null;
     }
-    // The healthy yardstick is a gauge, not part of the decision: priced after publishing.
-    const healthyMs = await this.healthyMs(job, input, now).catch((error: Error) => (error instanceof PlanningError ? null : Promise.reject(error)));
-    if (healthyMs !== null && !job.released) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, healthyMs / 1000);
+    // The healthy yardstick is a gauge, not part of the decision: priced after publishing, and not
+    // waited for (on a busy machine the planning worker, niced, can take seconds to start; the job's
+    // next step would wait behind it).
+    this.refreshHealthy(job, input, now);
   }
 
   /**
@@ -203,7 +206,7 @@ export class ControlService {
    * waited held up the job's next reaction (its steps are serialized) and, on a busy pool, other
    * jobs' reactions queued behind it (issue 32: control step p99 1.5 s at 10,000 ranks).
    */
-  private refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined'): ControlOutcome | null {
+  private refine(job: JobRuntime, input: JobControlInput, firstPhase: 'none' | 'taken' | 'declined', mayGain: boolean): ControlOutcome | null {
     const links = stragglingLinks(input);
     const version = job.committed?.version ?? null;
     const pending = this.refinements.get(job);
@@ -214,7 +217,8 @@ export class ControlService {
       made = pending.outcome;
     }
     const planner = this.config.control.refinePlanner;
-    if (job.refineDue(links, planner !== 'none' && planner !== this.config.control.planner, firstPhase)) this.startRefinement(job, input, links!, version);
+    // Not where a lower bound shows no plan could be worth a switch (refinementMayGain): it would find nothing.
+    if (job.refineDue(links, planner !== 'none' && planner !== this.config.control.planner && mayGain, firstPhase)) this.startRefinement(job, input, links!, version);
     return made;
   }
 
@@ -259,13 +263,18 @@ export class ControlService {
 
   /**
    * Predicted iteration time of the initial plan with every link back at its learned baseline: the
-   * yardstick for "the schedule in force cannot absorb the straggler" (docs/operations.md). The same
-   * pure decision on the input with the extra delays removed; recomputed every HEALTHY_REFRESH_MS
-   * once the baselines are learned.
+   * yardstick for "the schedule in force cannot absorb the straggler" (docs/operations.md), set as
+   * the `healthy` series of pipemorph_predicted_iteration_seconds. The same pure decision on the
+   * input with the extra delays removed, on the planning pool's gauge lane, one at a time per job;
+   * recomputed every HEALTHY_REFRESH_MS once the baselines are learned.
    */
-  private async healthyMs(job: JobRuntime, input: JobControlInput, now: number): Promise<number> {
+  private refreshHealthy(job: JobRuntime, input: JobControlInput, now: number): void {
     const cached = this.healthy.get(job);
-    if (cached && now - cached.at < HEALTHY_REFRESH_MS) return cached.ms;
+    if (cached && now - cached.at < HEALTHY_REFRESH_MS) {
+      if (!job.released) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, cached.ms / 1000);
+      return;
+    }
+    if (this.gauging.has(job)) return;
     const healthyInput: JobControlInput = {
       ...input,
       current: null,
@@ -273,11 +282,18 @@ export class ControlService {
       // The rings too: a slow ring link is not the healthy job either.
       ...(input.topology ? { topology: { ...input.topology, dataParallelLinks: input.topology.dataParallelLinks.map((l) => ({ ...l, extraMs: 0, straggler: false })) } } : {}),
     };
-    // On a worker: a gauge no reaction waits for (PlanningPool.decide's offLoop).
-    const ms = (await this.planning.decide(healthyInput, this.controlConfig, 'gauge')).predictedStaticMs;
-    // Until every link has a learned baseline the value is provisional: recomputed at the next step.
-    if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
-    return ms;
+    const gauge: Promise<void> = this.planning
+      .decide(healthyInput, this.controlConfig, 'gauge')
+      .then(({ predictedStaticMs: ms }) => {
+        // Until every link has a learned baseline the value is provisional: recomputed at the next step.
+        if (input.links.length > 0 && input.links.every((l) => Number.isFinite(l.baselineMs))) this.healthy.set(job, { at: now, ms });
+        if (!job.released) this.metrics.predictedIteration.set({ job: job.jobId, schedule: 'healthy' }, ms / 1000);
+      })
+      .catch((error: Error) => {
+        if (!(error instanceof PlanningError)) this.logger.error(`job ${job.jobId}: healthy yardstick failed: ${error.message}`);
+      })
+      .finally(() => this.gauging.delete(job));
+    this.gauging.set(job, gauge);
   }
 
   private recordDetection(job: JobRuntime, snapshot: DetectionSnapshot): void {
