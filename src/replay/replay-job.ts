@@ -82,7 +82,7 @@ export class ReplayJob {
     let judged = decision && judgeForJob(job, decision, outcome.predictedCurrentMs, this.config, now);
     const records = judged ? [judged.record] : [];
     const refinePlanner = this.config.control.refinePlanner;
-    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner, judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
+    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner && outcome.refinable !== false, judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
       const refined = decideControl(input, { ...this.control, planner: refinePlanner as ControlConfig['planner'] }, this.solver);
       if (refined.decision) {
         decision = refined.decision;

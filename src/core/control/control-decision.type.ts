@@ -46,4 +46,9 @@ export interface ControlOutcome {
   /** Predicted iteration time of what runs now under current delays (null before the first schedule), ms. */
   predictedCurrentMs: number | null;
   predictedStaticMs: number;
+  /**
+   * False when no decision was made for straggling links and a lower bound shows that no planner
+   * could find a plan worth switching to (refinementMayGain): the refinement is not run. Absent: may gain.
+   */
+  refinable?: boolean;
 }

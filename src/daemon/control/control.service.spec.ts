@@ -198,9 +198,25 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
     expect(job.refinedFor).toBeNull();
   });
 
+  it('runs no refinement where a lower bound shows no plan could be worth a switch (60 ms on link 1: Alg. 2 is within minGain of it)', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
+    const { job } = await stragglingJob(h, spec);
+    const policies = recordPolicies(h);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    await commitOpen(h, job);
+    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
+    await h.control.evaluate(job);
+    await h.control.settled();
+    expect(policies).toEqual(['adaptive', 'adaptive']);
+    expect(job.refinedFor).toBeNull();
+  });
+
   it('forgets the refinement once no link straggles, so the next straggler is refined again', async () => {
     const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
-    const { job, iteration } = await stragglingJob(h, spec);
+    const job = await registeredJob(h, spec);
+    await runIterations(h, spec, 0, 12);
+    const iteration = await runIterations(h, spec, 12, 8, { link: 1, extraMs: 120 });
     h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
     await h.control.evaluate(job);
     await commitOpen(h, job);
