@@ -82,12 +82,14 @@ beforeAll(async () => {
   group = new RankGroup(redis, job, { lockstep: true, deviceActivations: [8, 8, 8, 8], hostActivations: 64 });
   await group.register();
   await group.connect();
-  // Run until the straggler is detected and the job switched to an adapted schedule with delegation.
+  // Run until the straggler is detected and the job switched to an adapted schedule with delegation,
+  // and the healthy yardstick (a gauge priced beside the control step, on a planning worker) is set.
   for (let i = 0; i < 120; i++) {
     await group.step();
     if (i < 20) continue;
     const text = await scrape();
-    if (sample(text, 'pipemorph_stragglers', { job: jobId, kind: 'pipeline' }) === 1 && (sample(text, 'pipemorph_delegated_ranks', { job: jobId }) ?? 0) > 0) return;
+    const adapted = sample(text, 'pipemorph_stragglers', { job: jobId, kind: 'pipeline' }) === 1 && (sample(text, 'pipemorph_delegated_ranks', { job: jobId }) ?? 0) > 0;
+    if (adapted && sample(text, 'pipemorph_predicted_iteration_seconds', { job: jobId, schedule: 'healthy' }) !== undefined) return;
   }
   throw new Error(`the daemon did not adapt job ${jobId} to the straggler within 120 iterations`);
 }, 180000);
