@@ -185,28 +185,27 @@ describe('ControlService: two-phase reaction (control.refinePlanner)', () => {
     expect(job.committed!.reason.detail).not.toMatch(/search/);
   });
 
-  it('can fail: with refinePlanner none the job is never planned by another policy', async () => {
-    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'none') });
+  /** The harness job at 60 ms on link 1: its first plan switched to and committed, then one more step `wait(h, job)` ms later. */
+  async function firstPlanThenStep(refinePlanner: 'none' | 'search', wait: (h: ReturnType<typeof serviceHarness>, job: JobRuntime) => number) {
+    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = refinePlanner) });
     const { job } = await stragglingJob(h, spec);
     const policies = recordPolicies(h);
     h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
     await h.control.evaluate(job);
     await commitOpen(h, job);
-    h.clock.advance(h.config.control.minReplanIntervalMs);
+    h.clock.advance(wait(h, job));
     await h.control.evaluate(job);
+    return { h, job, policies };
+  }
+
+  it('can fail: with refinePlanner none the job is never planned by another policy', async () => {
+    const { job, policies } = await firstPlanThenStep('none', (h) => h.config.control.minReplanIntervalMs);
     expect(policies.every((p) => p === 'adaptive')).toBe(true);
     expect(job.refinedFor).toBeNull();
   });
 
   it('runs no refinement where a lower bound shows no plan could be worth a switch (60 ms on link 1: Alg. 2 is within minGain of it)', async () => {
-    const h = serviceHarness({ config: (c) => (c.control.refinePlanner = 'search') });
-    const { job } = await stragglingJob(h, spec);
-    const policies = recordPolicies(h);
-    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
-    await h.control.evaluate(job);
-    await commitOpen(h, job);
-    h.clock.advance(Math.max(0, job.switching.notBefore - h.clock.now()));
-    await h.control.evaluate(job);
+    const { job, policies, h } = await firstPlanThenStep('search', (h, j) => Math.max(0, j.switching.notBefore - h.clock.now()));
     await h.control.settled();
     expect(policies).toEqual(['adaptive', 'adaptive']);
     expect(job.refinedFor).toBeNull();
