@@ -359,6 +359,7 @@ async function main(): Promise<void> {
         healedAt = Date.now();
       }
       const u = await unled();
+      if (process.env.PIPEMORPH_CHAOS_SCALE_DEBUG) process.stderr.write(`chaos-scale: t+${((Date.now() - at) / 1000).toFixed(1)} s unled ${u}, owned ${(await Promise.all(live().map(scrapeOwned))).join('/')}\n`);
       worst = Math.max(worst, u);
       if (u > 0) {
         sawUnled = true;

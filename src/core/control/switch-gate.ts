@@ -71,7 +71,7 @@ export interface GateVerdict {
   take: boolean;
   /**
    * Declined only because the straggler is still within the job's history of short ones: decide
-   * again at the next report, not the next maintenance tick, since outliving that history makes it
+   * again at the next iteration, not the next maintenance tick, since outliving that history makes it
    * worth a switch at once.
    */
   revisitSoon: boolean;
@@ -169,7 +169,7 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   const reason = take
     ? `gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}${recurring} (${fmt(benefitMs)} ms) beats its cost (${fmt(costMs)} ms)`
     : `declined: gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}${recurring}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
-  // A declined recovery under a bound is asked again at the next report, so the bound holds to the iteration.
+  // A declined recovery under a bound is asked again at the next iteration, so the bound holds to the iteration.
   const revisitSoon = !take && (decision.kind === 'recovery' ? bound !== undefined : perIteration > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration)));
   return { take, revisitSoon, reason, cost };
 }

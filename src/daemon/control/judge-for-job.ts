@@ -10,7 +10,7 @@ import { switchLead } from '../publish/switch-lead';
  * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history,
  * the re-map handoff and its per-job overrides, logged in the job's decision log; the daemon's ControlService and `pipemorph
  * replay` alike; one declined only while the straggler is within the job's history of short ones is
- * asked for again at the next report. The lead counts from the newest report: one iteration to reach the read that can
+ * asked for again at the next iteration. The lead counts from the newest report: one iteration to reach the read that can
  * see the prepare, then the switch's lead.
  */
 export function judgeForJob(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, config: PipemorphConfig, now: number): { take: boolean; record: DecisionRecord } {
@@ -28,7 +28,8 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
     answeredKeys: job.answeredKeys(),
   });
   job.decisions.record(verdict.record);
-  // A straggler still within the job's history of short ones is decided again at the next report.
-  if (verdict.revisitSoon) job.requestEvaluation();
+  // A straggler still within the job's history of short ones is decided again at the next
+  // iteration: its verdict changes with its age, not with each report of the same iteration.
+  if (verdict.revisitSoon) job.requestEvaluationAt(job.progress.maxIteration + 1);
   return verdict;
 }

@@ -22,6 +22,18 @@ describe('JobRegistry', () => {
     expect(h.registry.takeAdopted()).toEqual([spec.jobId]);
   });
 
+  it('tries to take only the jobs whose lease is free: one read of the owners, not a refused take per job held elsewhere', async () => {
+    const h = serviceHarness();
+    const ids = ['j0', 'j1', 'j2', 'j3', 'j4', 'j5'];
+    for (const jobId of ids) await h.store.saveSpec({ ...spec, jobId }, '1-1');
+    // Five are led by a replica that is alive (not in this replica's count: it has not discovered yet).
+    for (const jobId of ids.slice(1)) expect(await h.store.acquireLease(jobId, 'replica-other', h.config.jobs.leaseMs)).toBe(true);
+    const takes = jest.spyOn(h.store, 'acquireLease');
+    await h.registry.discover();
+    expect(h.registry.get('j0')).toBeDefined();
+    expect(takes.mock.calls.map((c) => c[0])).toEqual(['j0']);
+  });
+
   it('keeps its jobs while it renews their leases, and loses them to another replica once a lease expires on the clock', async () => {
     const clock = serviceHarness().clock;
     const a = serviceHarness({ clock });

@@ -196,7 +196,15 @@ export class JobRegistry {
       [unowned[k], unowned[j]] = [unowned[j], unowned[k]];
     }
     const room = this.share - this.owned.size - this.taking.size;
-    await inParallel(unowned, Math.max(0, Math.min(DISCOVERY_CONCURRENCY, room)), (jobId) => this.take(jobId));
+    if (room > 0) {
+      // Only a free lease (or one under this owner id) can be taken: the owners are read at once
+      // first. Tried blind, every job held elsewhere cost a refused take, one lane's round trip after
+      // another: a survivor of a replica's loss with room for its last 2 jobs tried 52 held ones and
+      // took 4 s more, under load, to lead every job again (bench:chaos-scale).
+      const holders = await Promise.all(unowned.map((jobId) => this.store.ownerOf(jobId).catch(() => null)));
+      const free = unowned.filter((_, k) => holders[k] === null || holders[k] === this.replicaId);
+      await inParallel(free, Math.min(DISCOVERY_CONCURRENCY, room), (jobId) => this.take(jobId));
+    }
     this.metrics.jobsOwned.set(this.owned.size);
     for (const job of this.all()) this.overrides.poll(job);
   }

@@ -100,3 +100,37 @@ describe('JobRuntime: topology changes', () => {
     expect(registration.ranks[0].pp).toBe(0);
   });
 });
+
+describe('JobRuntime: when a control step is due', () => {
+  it('runs a step asked for an iteration once a rank reports that iteration, not at every report before it', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    job.evaluated();
+    job.progress.noteIteration(0, 7, 0, true, 100);
+    job.requestEvaluationAt(8);
+    // The other ranks' reports of iteration 7 (report batches a declined verdict once re-decided, each).
+    for (const rank of [2, 4, 6]) {
+      job.progress.noteIteration(rank, 7, 10, true, 100);
+      expect(job.needsEvaluation).toBe(false);
+    }
+    job.progress.noteIteration(2, 8, 100, true, 100);
+    expect(job.needsEvaluation).toBe(true);
+    job.evaluated();
+    expect(job.needsEvaluation).toBe(false); // decided: the request is spent
+  });
+
+  it('keeps the earliest of several requests, and a request for now still runs at once', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    job.evaluated();
+    job.progress.noteIteration(0, 7, 0, true, 100);
+    job.requestEvaluationAt(12);
+    job.requestEvaluationAt(9);
+    job.requestEvaluationAt(15);
+    job.progress.noteIteration(0, 8, 100, true, 100);
+    expect(job.needsEvaluation).toBe(false);
+    job.progress.noteIteration(0, 9, 200, true, 100);
+    expect(job.needsEvaluation).toBe(true);
+    job.evaluated();
+    job.requestEvaluation();
+    expect(job.needsEvaluation).toBe(true);
+  });
+});

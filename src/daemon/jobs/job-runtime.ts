@@ -73,6 +73,8 @@ export class JobRuntime {
   readonly splits: LayerSplitHistory;
   private inForce: PublishedSchedule | null = null;
   private evaluationWanted = true;
+  /** Iteration at which a control step is due (requestEvaluationAt); Infinity: none. */
+  private evaluationDueAt = Infinity;
   private letGo = false;
   private replayed = false;
   private fencedWrite = false;
@@ -149,9 +151,9 @@ export class JobRuntime {
     return this.switching.handshake;
   }
 
-  /** Whether the next control step should decide (something changed, or a decision was deferred). */
+  /** Whether the next control step should decide (something changed, a decision was deferred, or its iteration came). */
   get needsEvaluation(): boolean {
-    return this.evaluationWanted;
+    return this.evaluationWanted || this.progress.maxIteration >= this.evaluationDueAt;
   }
 
   /** Set when this replica lets go of the runtime (lease lost, job expired or rebuilt): no more control steps or metrics for it. */
@@ -239,9 +241,20 @@ export class JobRuntime {
     this.evaluationWanted = true;
   }
 
+  /**
+   * Asks for a control step once some rank reports `iteration`. For a verdict that can only change
+   * as the iterations go by (a straggler declined while it is within the job's history of short
+   * ones, a recovery under its bound): asked at once instead, ingest would decide it again at every
+   * report batch, dozens of times an iteration on a wide job, each time to the same verdict.
+   */
+  requestEvaluationAt(iteration: number): void {
+    if (iteration < this.evaluationDueAt) this.evaluationDueAt = iteration;
+  }
+
   /** The control step decided on what it saw. */
   evaluated(): void {
     this.evaluationWanted = false;
+    this.evaluationDueAt = Infinity;
   }
 
   release(): void {
