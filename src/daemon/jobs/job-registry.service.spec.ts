@@ -34,6 +34,26 @@ describe('JobRegistry', () => {
     expect(takes.mock.calls.map((c) => c[0])).toEqual(['j0']);
   });
 
+  it('discovers four times as often for one lease after the live replicas change or a lease is lost, at the interval otherwise', async () => {
+    const clock = serviceHarness().clock;
+    const a = serviceHarness({ clock });
+    const { leaseMs, discoveryIntervalMs } = a.config.jobs;
+    const fast = Math.ceil(discoveryIntervalMs / 4);
+    expect(a.registry.discoveryDelayMs).toBe(fast); // just started: taking its share
+    await a.registry.discover();
+    clock.advance(leaseMs);
+    expect(a.registry.discoveryDelayMs).toBe(discoveryIntervalMs);
+    await a.registry.discover();
+    expect(a.registry.discoveryDelayMs).toBe(discoveryIntervalMs); // nothing changed hands
+    const b = serviceHarness({ clock, store: a.store, ownerId: 'replica-b' });
+    await b.registry.discover();
+    await a.registry.discover(); // a replica joined: a hands jobs back, b takes them
+    expect(a.registry.replicas).toBe(2);
+    expect(a.registry.discoveryDelayMs).toBe(fast);
+    clock.advance(leaseMs);
+    expect(a.registry.discoveryDelayMs).toBe(discoveryIntervalMs);
+  });
+
   it('keeps its jobs while it renews their leases, and loses them to another replica once a lease expires on the clock', async () => {
     const clock = serviceHarness().clock;
     const a = serviceHarness({ clock });

@@ -66,7 +66,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
       }
     }
     if (this.stopping) return;
-    this.every(this.config.jobs.discoveryIntervalMs, () => this.registry.discover());
+    // Faster while jobs change hands (JobRegistry.discoveryDelayMs).
+    this.every(() => this.registry.discoveryDelayMs, () => this.registry.discover());
     this.every(TICK_MS, () => this.maintenance.tick());
     // Its own timer, at its own pace: the fleet view never runs on the report path or in a control step.
     if (this.config.fleet.enabled) this.every(this.config.fleet.intervalMs, () => this.fleet.refresh());
@@ -88,8 +89,8 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
     this.logger.log('stopped: batch in hand acknowledged, leases released');
   }
 
-  /** Runs `task` every `ms` on the clock; a run never overlaps the previous one and errors are logged, not thrown. */
-  private every(ms: number, task: () => Promise<unknown>): void {
+  /** Runs `task` every `ms` (read before each wait) on the clock; a run never overlaps the previous one and errors are logged, not thrown. */
+  private every(ms: number | (() => number), task: () => Promise<unknown>): void {
     const id = this.timers.size;
     const next = () => {
       if (this.stopping) return;
@@ -100,7 +101,7 @@ export class DaemonLifecycle implements OnApplicationBootstrap, BeforeApplicatio
           task()
             .catch((error) => this.logger.error((error as Error).message))
             .finally(next);
-        }, ms),
+        }, typeof ms === 'number' ? ms : ms()),
       );
     };
     next();
