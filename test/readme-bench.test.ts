@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import { BENCH_SOURCES, sourcesOf } from '../bench/bench-sources';
 import { markdownFiles, markedBlocks, markedFiles, missingResults, renderMarkdown, RENDERERS, unknownBlocks } from '../bench/readme-tables';
 import { sourcesCommitOf, staleness } from '../bench/stale';
+import { importClosure } from '../src/support/import-graph';
 
 const root = join(__dirname, '..');
 const results = join(root, 'bench', 'results');
@@ -124,6 +125,12 @@ describe('benchmark tables', () => {
   it('every results file declares the sources it measures (bench/bench-sources.ts)', () => {
     const files = readdirSync(results).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
     expect(files.filter((name) => !BENCH_SOURCES[name])).toEqual([]);
+  });
+
+  it('a bench that starts the daemon measures its planning worker too, which the daemon loads by path, not by import', () => {
+    for (const name of ['daemon', 'scale', 'scale-out', 'chaos-scale', 'real']) expect({ name, worker: sourcesOf(root, name)!.includes('src/daemon/planning/planning.worker.ts') }).toEqual({ name, worker: true });
+    // The twin: the imports alone leave it out, so a change to it would have left every result fresh.
+    expect(importClosure(root, BENCH_SOURCES.daemon.entries)).not.toContain('src/daemon/planning/planning.worker.ts');
   });
 
   it('bench:stale calls a result measured before its sources last changed stale, one measured at that change fresh, and an unstamped one stale', () => {
