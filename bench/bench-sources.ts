@@ -1,12 +1,11 @@
 /**
  * What each results file measures: the bench's entry files, whose relative imports are followed
- * (src/support/import-graph.ts importClosure) and the worker threads they start by path, plus what the run reads or starts that no import
- * names (data, daemons started as processes, the Python ranks). A results file is stale when a
- * commit after the one it was measured at changed any of them (`npm run bench:stale`). Every file
- * in bench/results has an entry; test/readme-bench.test.ts holds that.
+ * (src/support/import-graph.ts importClosure, worker threads started by path included), plus what
+ * the run reads or starts that no import names (data, daemons started as processes, the Python
+ * ranks). A results file is stale when a commit after the one it was measured at changed any of
+ * them (`npm run bench:stale`). Every file in bench/results has an entry; test/readme-bench.test.ts
+ * holds that.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { importClosure } from '../src/support/import-graph';
 
 export interface BenchSources {
@@ -46,36 +45,9 @@ export const BENCH_SOURCES: Record<string, BenchSources> = {
   topology: { entries: ['bench/topology.bench.ts'], also: [] },
 };
 
-/** A worker thread's script named by path ('planning.worker.js'): loaded, not imported. */
-const WORKER_SCRIPT = /['"`]([\w.-]+\.worker)\.js['"`]/g;
-
-/**
- * The files `entries` import, and the worker threads any of them starts by path, with what those
- * import: the planning worker runs every decision of a daemon, yet no import names it.
- */
-export function closureWithWorkers(root: string, entries: string[]): string[] {
-  const seen = new Set<string>();
-  let next = entries;
-  while (next.length > 0) {
-    const found: string[] = [];
-    for (const file of importClosure(root, next)) {
-      if (seen.has(file)) continue;
-      seen.add(file);
-      if (!file.endsWith('.ts')) continue;
-      const text = readFileSync(join(root, file), 'utf8');
-      for (const m of text.matchAll(WORKER_SCRIPT)) {
-        const worker = join(dirname(file), `${m[1]}.ts`);
-        if (!seen.has(worker) && existsSync(join(root, worker))) found.push(worker);
-      }
-    }
-    next = found;
-  }
-  return [...seen];
-}
-
 /** The paths a results file measures, relative to the repository's root. */
 export function sourcesOf(root: string, name: string): string[] | null {
   const declared = BENCH_SOURCES[name];
   if (!declared) return null;
-  return [...closureWithWorkers(root, declared.entries), ...declared.also];
+  return [...importClosure(root, declared.entries, { workers: true }), ...declared.also];
 }

@@ -70,8 +70,15 @@ export function layerViolations(graph: ImportGraph, from: string, forbidden: str
   return out;
 }
 
-/** `entries` and every file they reach through relative imports, paths relative to `root` (JSON imports included). */
-export function importClosure(root: string, entries: string[]): string[] {
+/** A worker thread's script named by path ('planning.worker.js'): loaded, not imported. */
+const WORKER_SCRIPT = /['"`]([\w.-]+\.worker)\.js['"`]/g;
+
+/**
+ * `entries` and every file they reach through relative imports, paths relative to `root` (JSON
+ * imports included). With `workers`, also the worker threads a file starts by path (its sibling
+ * `<name>.worker.ts`) and what they import: the daemon's planning worker is named by no import.
+ */
+export function importClosure(root: string, entries: string[], options: { workers?: boolean } = {}): string[] {
   const seen = new Set<string>();
   const pending = [...entries];
   while (pending.length > 0) {
@@ -84,6 +91,11 @@ export function importClosure(root: string, entries: string[]): string[] {
       const target = normalize(join(dirname(join(root, file)), spec));
       const resolved = [`${target}.ts`, join(target, 'index.ts'), target].find((p) => existsSync(p) && !p.endsWith('/'));
       if (resolved && (resolved.endsWith('.ts') || resolved.endsWith('.json'))) pending.push(relative(root, resolved));
+    }
+    if (!options.workers) continue;
+    for (const m of text.matchAll(WORKER_SCRIPT)) {
+      const worker = join(dirname(file), `${m[1]}.ts`);
+      if (existsSync(join(root, worker))) pending.push(worker);
     }
   }
   return [...seen].sort();
