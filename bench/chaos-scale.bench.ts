@@ -244,12 +244,26 @@ async function main(): Promise<void> {
     return out;
   };
 
-  /** Jobs with no live leader: owner key missing, or the live replicas' jobs_owned short of every job. */
+  /** The jobs a replica leads, with the epoch it leads each under (pipemorph_job_lease_epoch; none when it does not answer). */
+  const scrapeLed = async (r: Replica): Promise<Map<string, number>> => {
+    const led = new Map<string, number>();
+    try {
+      const text = await (await fetch(`${r.daemon.url}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
+      for (const m of text.matchAll(/^pipemorph_job_lease_epoch\{job="([^"]+)"\} (\d+)$/gm)) led.set(m[1], Number(m[2]));
+    } catch {
+      // not answering: leads nothing this sample
+    }
+    return led;
+  };
+  /**
+   * Jobs with no live leader: a job is led when a live replica leads it under the epoch Redis holds
+   * (so neither a replica still holding a job another has taken over, nor a count of jobs owned
+   * summed over replicas, where one job led twice would hide another led by none, counts).
+   */
   const unled = async (): Promise<number> => {
-    const owners = await Promise.all(jobs.map((j) => redis.get(jobKeys(j.jobId).owner).catch(() => null)));
-    const missing = owners.filter((o) => o === null).length;
-    const owned = (await Promise.all(live().map(scrapeOwned))).reduce((a, b) => a + b, 0);
-    return Math.max(missing, JOBS - owned);
+    const epochs = await Promise.all(jobs.map((j) => redis.get(jobKeys(j.jobId).epoch).catch(() => null)));
+    const led = await Promise.all(live().map(scrapeLed));
+    return jobs.filter((j, k) => epochs[k] === null || !led.some((m) => m.get(j.jobId) === Number(epochs[k]))).length;
   };
   const memory = { replicaRssMiBMax: 0, redisUsedMiBMax: 0 };
   const sampleMemory = async () => {

@@ -98,6 +98,31 @@ describe.each(stores)('JobStore contract (%s)', (name, make) => {
     expect(await store.acquireLease(jobId, 'b', 60000)).toBe(true);
   });
 
+  it('hands an offered lease over in one step: from its holder while it offers it, never while a switch is prepared, never through a free lease', async () => {
+    const job = `${jobId}-offer`;
+    used.push(job);
+    expect(await store.acquireLease(job, 'a', 60000)).toBe(true);
+    expect(await store.leaseOf(job)).toEqual({ owner: 'a', offeredBy: null });
+    expect(await store.takeOffered(job, 'a', 'b', 60000)).toBe(false); // not offered
+    expect(await store.offerLease(job, 'b', 60000)).toBe(false); // not b's to offer
+    expect(await store.offerLease(job, 'a', 60000)).toBe(true);
+    expect(await store.leaseOf(job)).toEqual({ owner: 'a', offeredBy: 'a' });
+    const epoch = await store.bumpEpoch(job);
+    expect(await store.prepare(job, epoch, schedule(job, 1, epoch), event('prepare', job, 1, epoch), 100)).toBe('ok');
+    expect(await store.takeOffered(job, 'a', 'b', 60000)).toBe(false); // a switch is prepared: after it
+    expect(await store.abort(job, epoch, event('abort', job, 1, epoch), 100)).toBe('ok');
+    expect(await store.takeOffered(job, 'c', 'b', 60000)).toBe(false); // c neither holds nor offers it
+    await store.withdrawOffer(job, 'c'); // not c's offer
+    expect((await store.leaseOf(job)).offeredBy).toBe('a');
+    expect(await store.takeOffered(job, 'a', 'b', 60000)).toBe(true);
+    expect(await store.leaseOf(job)).toEqual({ owner: 'b', offeredBy: null }); // held all along, now by b
+    expect(await store.renewLease(job, 'a', 60000)).toBe(false); // a finds it gone at its next renewal
+    expect(await store.takeOffered(job, 'a', 'c', 60000)).toBe(false); // taken once
+    expect(await store.offerLease(job, 'b', 60000)).toBe(true);
+    await store.withdrawOffer(job, 'b');
+    expect(await store.takeOffered(job, 'b', 'c', 60000)).toBe(false); // withdrawn
+  });
+
   it('delivers each entry once per group, keeps it pending until acknowledged, and hands idle ones to another consumer', async () => {
     const stream = jobKeys(jobId).reports;
     expect(await store.ensureGroup(stream, 'g')).toBe(true);

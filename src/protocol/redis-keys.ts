@@ -34,6 +34,12 @@ export interface JobKeys {
   /** Ownership lease of the daemon replica driving the job. */
   owner: string;
   /**
+   * Present while the owner offers the job to a replica under its fair share (value: the owner's
+   * id, with the lease's TTL): the taker moves the lease to itself in one step, so the job is never
+   * without a leader while it changes hands (JobRegistry).
+   */
+  offer: string;
+  /**
    * Per-job overrides (JSON string, schemas/job-overrides.v1.schema.json), absent when none:
    * written by the operator (the API, or the operator's Redis user), never by ranks; read by the
    * leading replica.
@@ -53,6 +59,7 @@ export function jobKeys(jobId: string): JobKeys {
     version: p + 'version',
     epoch: p + 'epoch',
     owner: p + 'owner',
+    offer: p + 'offer',
     overrides: p + 'overrides',
   };
 }

@@ -54,6 +54,57 @@ describe('JobRegistry', () => {
     expect(a.registry.discoveryDelayMs).toBe(discoveryIntervalMs);
   });
 
+  describe('a job handed back above the share', () => {
+    /** Jobs no replica leads now: the lease free, or held by a replica that does not lead the job. */
+    async function unled(h: ServiceHarness, ids: string[], replicas: ServiceHarness[]): Promise<string[]> {
+      const out: string[] = [];
+      for (const jobId of ids) {
+        const { owner } = await h.store.leaseOf(jobId);
+        const leader = replicas.find((r) => r.registry.replicaId === owner);
+        if (!leader?.registry.get(jobId) || leader.registry.get(jobId)!.released) out.push(jobId);
+      }
+      return out;
+    }
+
+    async function handBack(breakIt: boolean): Promise<{ unledAt: string[][]; a: ServiceHarness; b: ServiceHarness }> {
+      const clock = serviceHarness().clock;
+      const a = serviceHarness({ clock, ownerId: 'replica-a' });
+      const ids = ['h0', 'h1', 'h2', 'h3', 'h4', 'h5'];
+      for (const jobId of ids) await a.store.saveSpec({ ...spec, jobId }, '1-1');
+      await a.registry.discover();
+      expect(a.registry.all()).toHaveLength(6);
+      // The twin: the excess released, as before, instead of offered.
+      if (breakIt) jest.spyOn(a.store, 'offerLease').mockImplementation(async (jobId, owner) => (await a.store.releaseLease(jobId, owner), false));
+      const b = serviceHarness({ clock, store: a.store, ownerId: 'replica-b' });
+      const replicas = [a, b];
+      const unledAt: string[][] = [];
+      await b.registry.discover(); // b is live; every job is a's
+      unledAt.push(await unled(a, ids, replicas));
+      await a.registry.discover(); // a sees two replicas: 3 jobs above its share
+      unledAt.push(await unled(a, ids, replicas));
+      await b.registry.discover(); // b takes them over
+      unledAt.push(await unled(a, ids, replicas));
+      await a.registry.discover(); // a lets them go at its renewal
+      unledAt.push(await unled(a, ids, replicas));
+      return { unledAt, a, b };
+    }
+
+    it('is led all the while: its holder leads it until a replica under its share moves the lease to itself', async () => {
+      const { unledAt, a, b } = await handBack(false);
+      expect(unledAt).toEqual([[], [], [], []]);
+      expect(a.registry.all()).toHaveLength(3);
+      expect(b.registry.all()).toHaveLength(3);
+      expect(await metricValue(a, 'pipemorph_jobs_handed_off_total')).toBe(3);
+      expect(await metricValue(a, 'pipemorph_lease_losses_total')).toBe(0); // handed over, not lost
+    });
+
+    it('twin: released instead of offered, the jobs wait unled for the taker\'s discovery', async () => {
+      const { unledAt, b } = await handBack(true);
+      expect(unledAt[1]).toHaveLength(3);
+      expect(b.registry.all()).toHaveLength(3); // shared all the same, after a gap
+    });
+  });
+
   it('keeps its jobs while it renews their leases, and loses them to another replica once a lease expires on the clock', async () => {
     const clock = serviceHarness().clock;
     const a = serviceHarness({ clock });

@@ -71,8 +71,9 @@ async function inParallel<T>(items: readonly T[], limit: number, task: (item: T)
  * by taking unowned jobs as they discover them, each up to its fair share: every discovery marks
  * the replica live in Redis (REPLICAS_INDEX, on Redis's clock, for a lease) and reads how many are
  * live; a replica takes jobs only while it owns fewer than ceil(jobs / live replicas), and hands
- * back the excess (leases released between control steps, no handshake open) once it owns more
- * than that share x (1 + SHARE_SLACK), e.g. when a replica joins. Before (issue 23, item 3) the
+ * back the excess (offered, and led here until a replica under its share takes the lease over in
+ * one step between switches: shedExcess) once it owns more than that share x (1 + SHARE_SLACK),
+ * e.g. when a replica joins. Before (issue 23, item 3) the
  * first replica to discover took every job and one that joined later took none.
  */
 @Injectable()
@@ -83,6 +84,8 @@ export class JobRegistry {
    */
   readonly replicaId: string;
   private readonly owned = new Map<string, JobRuntime>();
+  /** Led jobs offered to the replicas under their share (shedExcess): still led here until one takes them. */
+  private readonly offered = new Set<string>();
   /** The newest fleet view (FleetService), handed to each job this replica starts to lead as its prior (fleet.prior). */
   private fleetView: FleetView | null = null;
   private readonly byReportsStream = new Map<string, JobRuntime>();
@@ -199,8 +202,14 @@ export class JobRegistry {
       if (job.fenced && (await this.retakeFenced(job))) return;
       if (await this.store.renewLease(job.jobId, this.replicaId, ttl)) return;
       if (await this.restoreLost(job)) return;
-      this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
-      this.metrics.leaseLosses.inc();
+      if (this.offered.has(job.jobId)) {
+        // Offered and taken: the taker leads it since it moved the lease (shedExcess).
+        this.logger.log(`job ${job.jobId}: handed to a replica under its share`);
+        this.metrics.jobsHandedOff.inc();
+      } else {
+        this.logger.warn(`job ${job.jobId}: lease lost to another replica`);
+        this.metrics.leaseLosses.inc();
+      }
       this.drop(job.jobId);
       this.catchUp();
     });
@@ -222,13 +231,21 @@ export class JobRegistry {
     }
     const room = this.share - this.owned.size - this.taking.size;
     if (room > 0) {
-      // Only a free lease (or one under this owner id) can be taken: the owners are read at once
-      // first. Tried blind, every job held elsewhere cost a refused take, one lane's round trip after
-      // another: a survivor of a replica's loss with room for its last 2 jobs tried 52 held ones and
-      // took 4 s more, under load, to lead every job again (bench:chaos-scale).
-      const holders = await Promise.all(unowned.map((jobId) => this.store.ownerOf(jobId).catch(() => null)));
-      const free = unowned.filter((_, k) => holders[k] === null || holders[k] === this.replicaId);
-      await inParallel(free, Math.min(DISCOVERY_CONCURRENCY, room), (jobId) => this.take(jobId));
+      // Only a free lease (or one under this owner id), or one its holder offers, can be taken: the
+      // leases are read at once first. Tried blind, every job held elsewhere cost a refused take, one
+      // lane's round trip after another: a survivor of a replica's loss with room for its last 2 jobs
+      // tried 52 held ones and took 4 s more, under load, to lead every job again (bench:chaos-scale).
+      // Free jobs first: they have no leader; an offered one still has its holder's.
+      const leases = await Promise.all(unowned.map((jobId) => this.store.leaseOf(jobId).catch(() => null)));
+      const free: Array<[string, string | null]> = [];
+      const offered: Array<[string, string | null]> = [];
+      unowned.forEach((jobId, k) => {
+        const lease = leases[k];
+        if (lease === null) return;
+        if (lease.owner === null || lease.owner === this.replicaId) free.push([jobId, null]);
+        else if (lease.offeredBy === lease.owner) offered.push([jobId, lease.owner]);
+      });
+      await inParallel([...free, ...offered], Math.min(DISCOVERY_CONCURRENCY, room), ([jobId, from]) => this.take(jobId, false, from));
     }
     this.metrics.jobsOwned.set(this.owned.size);
     for (const job of this.all()) this.overrides.poll(job);
@@ -238,9 +255,10 @@ export class JobRegistry {
    * Takes one job that is not owned here, if its lease is free (a new registration, or discovery):
    * O(1) round trips, whatever the number of jobs owned. A job is taken once even when discovery
    * and a registration ask for it at the same time (two adoptions would bump its epoch twice and
-   * leave a runtime behind).
+   * leave a runtime behind). `from`: the replica offering it (shedExcess), whose lease moves here
+   * in one step; else only a free lease is taken.
    */
-  take(jobId: string, registered = false): Promise<JobRuntime | undefined> {
+  take(jobId: string, registered = false, from: string | null = null): Promise<JobRuntime | undefined> {
     const owned = this.owned.get(jobId);
     if (owned) return Promise.resolve(owned);
     let taking = this.taking.get(jobId);
@@ -248,7 +266,9 @@ export class JobRegistry {
       if (registered) this.jobsKnown++;
       // Up to the fair share only (jobs being taken count): the rest is left to the other live replicas.
       if (this.owned.size + this.taking.size >= this.share) return Promise.resolve(undefined);
-      taking = (async () => ((await this.store.acquireLease(jobId, this.replicaId, this.config.jobs.leaseMs)) ? this.adopt(jobId) : undefined))().finally(() => this.taking.delete(jobId));
+      const ttl = this.config.jobs.leaseMs;
+      const lease = () => (from === null ? this.store.acquireLease(jobId, this.replicaId, ttl) : this.store.takeOffered(jobId, from, this.replicaId, ttl));
+      taking = (async () => ((await lease()) ? this.adopt(jobId) : undefined))().finally(() => this.taking.delete(jobId));
       this.taking.set(jobId, taking);
     }
     return taking;
@@ -366,25 +386,31 @@ export class JobRegistry {
   }
 
   /**
-   * Hands back jobs above the fair share once this replica owns more than shedAbove (a replica
-   * joined, jobs expired): down to the share, jobs with no handshake open, each released between
-   * its control steps (after the one in progress, none after), so no switch is cut in half and the
-   * next owner starts from the committed schedule. The others take them at their next discovery.
+   * Offers the jobs above the fair share to the others once this replica owns more than shedAbove
+   * (a replica joined, jobs expired): down to the share, jobs with no handshake open. It goes on
+   * leading each until a replica under its share moves the lease to itself in one step
+   * (JobStore.takeOffered, only between switches) and adopts it; this replica lets it go at its
+   * next renewal. So a job handed back waits for no discovery unled (only the adoption): released instead, each waited
+   * unled for the taker's next discovery (bench:chaos-scale: 32 jobs for up to 1.1 s after a
+   * replica's SIGSTOP, past the 15 s goal whatever the fault's own length). Offers last a lease and
+   * are renewed at every discovery while the excess lasts, withdrawn when it is gone.
    */
   private async shedExcess(): Promise<void> {
-    if (this.owned.size <= shedAbove(this.jobsKnown, this.liveReplicas)) return;
-    const excess = this.owned.size - this.share;
-    const candidates = this.all().filter((job) => job.handshake === null && !job.fenced).slice(0, excess);
-    let shed = 0;
-    await inParallel(candidates, DISCOVERY_CONCURRENCY, (job) =>
-      job.serialize(async () => {
-        if (job.released || job.handshake !== null || this.owned.get(job.jobId) !== job) return;
-        this.drop(job.jobId);
-        await this.store.releaseLease(job.jobId, this.replicaId);
-        shed++;
-      }),
-    );
-    if (shed > 0) this.logger.log(`handed back ${shed} jobs above this replica's share (${this.share} of ${this.jobsKnown} jobs, ${this.liveReplicas} replicas live)`);
+    const above = this.owned.size > shedAbove(this.jobsKnown, this.liveReplicas);
+    const excess = above ? this.owned.size - this.share : 0;
+    const offer = this.all()
+      .filter((job) => job.handshake === null && !job.fenced && !job.released)
+      .slice(0, excess)
+      .map((job) => job.jobId);
+    const keep = new Set(offer);
+    const withdraw = [...this.offered].filter((jobId) => !keep.has(jobId));
+    for (const jobId of withdraw) this.offered.delete(jobId);
+    await inParallel(withdraw, DISCOVERY_CONCURRENCY, (jobId) => this.store.withdrawOffer(jobId, this.replicaId));
+    const fresh = offer.filter((jobId) => !this.offered.has(jobId)).length;
+    await inParallel(offer, DISCOVERY_CONCURRENCY, async (jobId) => {
+      if (await this.store.offerLease(jobId, this.replicaId, this.config.jobs.leaseMs)) this.offered.add(jobId);
+    });
+    if (fresh > 0) this.logger.log(`offering ${fresh} more jobs above this replica's share (${this.share} of ${this.jobsKnown} jobs, ${this.liveReplicas} replicas live; ${this.offered.size} offered)`);
   }
 
   drop(jobId: string): void {
@@ -392,6 +418,7 @@ export class JobRegistry {
     if (!job) return;
     job.release();
     this.owned.delete(jobId);
+    this.offered.delete(jobId);
     this.byReportsStream.delete(jobKeys(jobId).reports);
     this.adoptedSinceClaim.delete(jobId);
     this.metrics.forgetJob(jobId, job.spec.stages);

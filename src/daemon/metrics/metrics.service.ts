@@ -246,6 +246,7 @@ export class MetricsService {
     labelNames: ['job'] as const,
     registers: [this.registry],
   });
+  readonly jobsHandedOff = new Counter({ name: 'pipemorph_jobs_handed_off_total', help: 'Jobs this replica offered above its fair share and another replica took over (the lease moved in one step, never free).', registers: [this.registry] });
   readonly leaseLosses = new Counter({ name: 'pipemorph_lease_losses_total', help: 'Job leases this replica lost to another replica (or to Redis) before releasing them.', registers: [this.registry] });
 
   readonly buildInfo = new Gauge({ name: 'pipemorph_build_info', help: 'Build information (value 1).', labelNames: ['version', 'node'] as const, registers: [this.registry] });

@@ -122,6 +122,43 @@ return redis.call('ZCARD', KEYS[1])
 `;
 
 /** KEYS: owner. ARGV: owner id. */
+/**
+ * KEYS: owner, offer. ARGV: owner id, ttl ms. The lease holder offers the job to a replica under
+ * its share (JobRegistry.shedExcess): it keeps leading until one takes it (TAKE_OFFERED). 0 when
+ * the lease is not the caller's.
+ */
+export const OFFER_LEASE = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+return 1
+`;
+
+/** KEYS: offer. ARGV: owner id. Withdraws the caller's offer (another's is left alone). */
+export const WITHDRAW_OFFER = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`;
+
+/** KEYS: owner, offer. The lease's holder and the replica offering it ({false, false}: free, not offered). */
+export const LEASE_STATE = `
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}
+`;
+
+/**
+ * KEYS: owner, offer, pending. ARGV: the offering owner, the taker, ttl ms. Moves an offered lease
+ * from its holder to the taker in one step, never through a free lease: only while the holder
+ * still holds and offers it, and not while a switch is prepared (the job changes hands between
+ * switches, as a job handed back by release did). 1 when taken.
+ */
+export const TAKE_OFFERED = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('DEL', KEYS[2])
+return 1
+`;
+
 export const RELEASE_LEASE = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1

@@ -2,7 +2,7 @@ import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { jobKeys } from '../../protocol/redis-keys';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
-import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
+import { FencedResult, JobStore, LeaseState, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 interface Group {
   /** Sequence number of the last entry delivered to the group (0: none). */
@@ -23,6 +23,8 @@ interface JobRecord {
   version: number;
   epoch: number;
   lease: { owner: string; until: number } | null;
+  /** The replica offering the job to another (JobStore.offerLease), until when. */
+  offer: { owner: string; until: number } | null;
   /** Events announced on the job's control stream, oldest first. */
   control: ControlEvent[];
   /** Text of the overrides key (null: absent). */
@@ -109,7 +111,7 @@ export class InMemoryJobStore implements JobStore {
   private job(jobId: string): JobRecord {
     let job = this.jobs.get(jobId);
     if (!job) {
-      job = { spec: null, committed: null, pending: null, version: 0, epoch: 0, lease: null, control: [], overrides: null };
+      job = { spec: null, committed: null, pending: null, version: 0, epoch: 0, lease: null, offer: null, control: [], overrides: null };
       this.jobs.set(jobId, job);
     }
     return job;
@@ -301,6 +303,34 @@ export class InMemoryJobStore implements JobStore {
 
   async releaseLease(jobId: string, owner: string): Promise<void> {
     if (this.leaseHolder(jobId) === owner) this.job(jobId).lease = null;
+  }
+
+  async offerLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
+    if (this.leaseHolder(jobId) !== owner) return false;
+    this.job(jobId).offer = { owner, until: this.clock.now() + ttlMs };
+    return true;
+  }
+
+  async withdrawOffer(jobId: string, owner: string): Promise<void> {
+    if (this.offerer(jobId) === owner) this.job(jobId).offer = null;
+  }
+
+  async leaseOf(jobId: string): Promise<LeaseState> {
+    return { owner: this.leaseHolder(jobId), offeredBy: this.offerer(jobId) };
+  }
+
+  async takeOffered(jobId: string, from: string, to: string, ttlMs: number): Promise<boolean> {
+    this.fault('takeOffered');
+    const job = this.jobs.get(jobId);
+    if (!job || this.leaseHolder(jobId) !== from || this.offerer(jobId) !== from || job.pending !== null) return false;
+    job.lease = { owner: to, until: this.clock.now() + ttlMs };
+    job.offer = null;
+    return true;
+  }
+
+  private offerer(jobId: string): string | null {
+    const offer = this.jobs.get(jobId)?.offer;
+    return offer && offer.until > this.clock.now() ? offer.owner : null;
   }
 
   async replicaHeartbeat(replica: string, ttlMs: number): Promise<number> {

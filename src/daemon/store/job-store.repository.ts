@@ -29,6 +29,12 @@ export interface StoredSpec {
 
 export type FencedResult = 'ok' | 'fenced' | 'busy' | 'stale';
 
+/** A job's lease: its holder and the replica offering it to another (JobStore.leaseOf). */
+export interface LeaseState {
+  owner: string | null;
+  offeredBy: string | null;
+}
+
 /** What retakeEpoch did: the new epoch it took, 'held' (the job's epoch is still the caller's), or 'lost' (the lease is not the caller's). */
 export type RetakeResult = number | 'held' | 'lost';
 
@@ -81,6 +87,20 @@ export interface JobStore {
   acquireLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   renewLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
   releaseLease(jobId: string, owner: string): Promise<void>;
+  /**
+   * The lease holder offers the job to a replica under its fair share, for `ttlMs`: it goes on
+   * leading until one takes it (takeOffered). False when the lease is not `owner`'s.
+   */
+  offerLease(jobId: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Withdraws `owner`'s offer of the job (another replica's is left alone). */
+  withdrawOffer(jobId: string, owner: string): Promise<void>;
+  /** Who holds the job's lease and who offers it (null: free, not offered), in one round trip. */
+  leaseOf(jobId: string): Promise<LeaseState>;
+  /**
+   * Moves an offered lease from `from` to `to` in one step, never through a free lease: only while
+   * `from` holds and offers it and no switch is prepared. True when taken.
+   */
+  takeOffered(jobId: string, from: string, to: string, ttlMs: number): Promise<boolean>;
   /**
    * Marks replica `replica` live for `ttlMs` (0: it leaves now) on the store's clock and returns how
    * many replicas are live, itself included: each replica's fair share of the jobs (JobRegistry).

@@ -2,10 +2,10 @@ import Redis, { Cluster } from 'ioredis';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD, REPLICAS_INDEX } from '../../protocol/redis-keys';
-import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, NEXT_VERSION, PREPARE, RELEASE_LEASE, RENEW_LEASE, REPLACE_OVERRIDES, REPLICA_HEARTBEAT, RETAKE_EPOCH } from './fenced-scripts';
+import { ABORT, ACQUIRE_LEASE, BUMP_EPOCH, COMMIT, COMMIT_DIRECT, LEASE_STATE, NEXT_VERSION, OFFER_LEASE, PREPARE, RELEASE_LEASE, RENEW_LEASE, REPLACE_OVERRIDES, REPLICA_HEARTBEAT, RETAKE_EPOCH, TAKE_OFFERED, WITHDRAW_OFFER } from './fenced-scripts';
 import { SystemClock } from '../clock/system-clock';
 import { boundedReason, rejectedCopy } from './rejected-copy.util';
-import { FencedResult, JobStore, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
+import { FencedResult, JobStore, LeaseState, RetakeResult, StoredSpec, StreamBatch, StreamEntry, StreamFailure, StreamRead } from './job-store.repository';
 
 type RawEntry = [string, string[]];
 
@@ -43,6 +43,10 @@ interface ScriptedRedis extends Redis {
   pmCommitDirect(epochKey: string, scheduleKey: string, controlKey: string, epoch: number, schedule: string, event: string, maxLen: number): Promise<string>;
   pmRenewLease(ownerKey: string, owner: string, ttlMs: number): Promise<number>;
   pmReleaseLease(ownerKey: string, owner: string): Promise<number>;
+  pmOfferLease(ownerKey: string, offerKey: string, owner: string, ttlMs: number): Promise<number>;
+  pmWithdrawOffer(offerKey: string, owner: string): Promise<number>;
+  pmLeaseState(ownerKey: string, offerKey: string): Promise<[string | null, string | null]>;
+  pmTakeOffered(ownerKey: string, offerKey: string, pendingKey: string, from: string, to: string, ttlMs: number): Promise<number>;
   pmReplicaHeartbeat(replicasKey: string, replica: string, ttlMs: number): Promise<number>;
   pmReplaceOverrides(overridesKey: string, mode: string, expected: string, remove: string, next: string): Promise<number>;
 }
@@ -72,6 +76,10 @@ export class RedisJobStore implements JobStore {
     define('pmCommitDirect', 3, COMMIT_DIRECT);
     define('pmRenewLease', 1, RENEW_LEASE);
     define('pmReleaseLease', 1, RELEASE_LEASE);
+    define('pmOfferLease', 2, OFFER_LEASE);
+    define('pmWithdrawOffer', 1, WITHDRAW_OFFER);
+    define('pmLeaseState', 2, LEASE_STATE);
+    define('pmTakeOffered', 3, TAKE_OFFERED);
     define('pmReplicaHeartbeat', 1, REPLICA_HEARTBEAT);
     define('pmReplaceOverrides', 1, REPLACE_OVERRIDES);
     define('pmCreateGroup', 1, CREATE_GROUP);
@@ -200,7 +208,7 @@ export class RedisJobStore implements JobStore {
     // One transaction per hash slot (Redis Cluster): the job's keys, then the index, so a job in the
     // index always has its spec.
     const tx = this.redis.multi().set(keys.spec, JSON.stringify(stored));
-    for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.spec) tx.persist(key);
+    for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.offer && key !== keys.spec) tx.persist(key);
     await tx.exec();
     await this.redis.sadd(JOBS_INDEX, registration.jobId);
   }
@@ -208,7 +216,7 @@ export class RedisJobStore implements JobStore {
   async keepJobKeys(jobId: string): Promise<void> {
     const keys = jobKeys(jobId);
     const tx = this.redis.multi();
-    for (const key of Object.values(keys)) if (key !== keys.owner) tx.persist(key);
+    for (const key of Object.values(keys)) if (key !== keys.owner && key !== keys.offer) tx.persist(key);
     await tx.exec();
   }
 
@@ -269,6 +277,26 @@ export class RedisJobStore implements JobStore {
 
   async releaseLease(jobId: string, owner: string): Promise<void> {
     await this.redis.pmReleaseLease(jobKeys(jobId).owner, owner);
+  }
+
+  async offerLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmOfferLease(keys.owner, keys.offer, owner, ttlMs)) === 1;
+  }
+
+  async withdrawOffer(jobId: string, owner: string): Promise<void> {
+    await this.redis.pmWithdrawOffer(jobKeys(jobId).offer, owner);
+  }
+
+  async leaseOf(jobId: string): Promise<LeaseState> {
+    const keys = jobKeys(jobId);
+    const [owner, offeredBy] = await this.redis.pmLeaseState(keys.owner, keys.offer);
+    return { owner: owner ?? null, offeredBy: offeredBy ?? null };
+  }
+
+  async takeOffered(jobId: string, from: string, to: string, ttlMs: number): Promise<boolean> {
+    const keys = jobKeys(jobId);
+    return (await this.redis.pmTakeOffered(keys.owner, keys.offer, keys.pending, from, to, ttlMs)) === 1;
   }
 
   async replicaHeartbeat(replica: string, ttlMs: number): Promise<number> {
