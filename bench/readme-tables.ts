@@ -303,11 +303,19 @@ function scaleOutTable(r: Json): string {
   const share = (w: Json) => (w.perReplica as Json[]).map((p) => `${p.ownedAtEnd} (${fmt(100 * p.shareOfFair)}%)`).join(' / ');
   const cpu = (w: Json) => (w.perReplica as Json[]).map((p) => fmt(p.cpuMicrosPerReport)).join(' / ');
   const lines = [
-    '| replicas (settings) | jobs owned per replica (of the fair share) | share goal (within 20%) | reports/s; decisions/s | daemon CPU per report: all replicas (each) | per report once the idle cost is taken out | CPU per decision | ranks per replica per core |',
-    '|---|---|---|---|---|---|---|---|',
+    '| replicas (settings) | jobs owned per replica (of the fair share) | share goal (within 20%) | reports/s; decisions/s | daemon CPU per report: all replicas (each) | per report once the idle cost is taken out | CPU per decision | refinements (mean time, its wait for the worker included) | ranks per replica per core |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
+  // Refinements finished in the window on every replica, and their mean time ("-" in results written before they were counted).
+  const refinements = (w: Json) => {
+    const per = w.perReplica as Json[];
+    if (per.some((p) => p.refinements === undefined)) return '-';
+    const n = per.reduce((a, p) => a + p.refinements, 0);
+    const ms = per.reduce((a, p) => a + (p.refinementMsMean ?? 0) * p.refinements, 0);
+    return n > 0 ? `${n} (${fmt(ms / n, 0)} ms)` : '0';
+  };
   for (const w of r.windows as Json[]) {
-    lines.push(`| ${w.replicas}${w.settings && w.settings !== 'shipped' ? ` (${w.settings})` : ''} | ${share(w)} | ${w.shareGoalMet ? 'met' : '**not met**'} | ${fmt(w.reportsPerSecond)}; ${fmt(w.decisionsPerSecond, 1)} | ${fmt(w.cpuMicrosPerReport)} µs (${cpu(w)}) | ${fmt(w.marginalCpuMicrosPerReport)} µs | ${fmt(w.cpuMsPerDecision, 1)} ms | ${fmt(w.ranksPerReplicaPerCore)} |`);
+    lines.push(`| ${w.replicas}${w.settings && w.settings !== 'shipped' ? ` (${w.settings})` : ''} | ${share(w)} | ${w.shareGoalMet ? 'met' : '**not met**'} | ${fmt(w.reportsPerSecond)}; ${fmt(w.decisionsPerSecond, 1)} | ${fmt(w.cpuMicrosPerReport)} µs (${cpu(w)}) | ${fmt(w.marginalCpuMicrosPerReport)} µs | ${fmt(w.cpuMsPerDecision, 1)} ms | ${refinements(w)} | ${fmt(w.ranksPerReplicaPerCore)} |`);
   }
   lines.push('', '| move | jobs moved | every job owned, each replica within 20% of its share, after | owned after |', '|---|---|---|---|');
   for (const m of r.moves as Json[]) lines.push(`| ${m.what} | ${m.jobsMoved} | ${m.settledMs === null ? 'not within 60 s' : `${fmt(m.settledMs / 1000, 1)} s`} | ${(m.ownedAfter as number[]).join(' / ')} |`);

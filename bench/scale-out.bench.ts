@@ -79,11 +79,14 @@ interface Snapshot {
   reports: number;
   decisions: number;
   owned: number;
+  /** Refinements finished (the exact planner on the worker) and their time, queue wait included. */
+  refinements: number;
+  refinementS: number;
 }
 
 async function snapshot(r: Replica): Promise<Snapshot> {
   const m = await scrape(r.daemon);
-  return { cpuS: cpuSecondsOf(r.daemon.pid!), reports: m('pipemorph_ingest_messages_total', 'type="report",result="accepted"'), decisions: m('pipemorph_planning_duration_seconds_count'), owned: m('pipemorph_jobs_owned') };
+  return { cpuS: cpuSecondsOf(r.daemon.pid!), reports: m('pipemorph_ingest_messages_total', 'type="report",result="accepted"'), decisions: m('pipemorph_planning_duration_seconds_count'), owned: m('pipemorph_jobs_owned'), refinements: m('pipemorph_refinement_duration_seconds_count'), refinementS: m('pipemorph_refinement_duration_seconds_sum') };
 }
 
 async function main(): Promise<void> {
@@ -146,11 +149,13 @@ async function main(): Promise<void> {
       const cpuS = after[k].cpuS - before[k].cpuS;
       const reports = after[k].reports - before[k].reports;
       const decisions = after[k].decisions - before[k].decisions;
+      const refinements = after[k].refinements - before[k].refinements;
+      const refinementS = after[k].refinementS - before[k].refinementS;
       const owned = samples.map((s) => s[k]);
       return {
         replica: r.name, ownedAtEnd: after[k].owned, ownedMin: Math.min(...owned), ownedMax: Math.max(...owned),
         shareOfFair: round(after[k].owned / fair, 3), cpuSeconds: round(cpuS, 2), cpuCoreFraction: round(cpuS / seconds, 3),
-        reports, decisions, cpuMicrosPerReport: reports > 0 ? Math.round((cpuS * 1e6) / reports) : null, cpuMsPerDecision: decisions > 0 ? round((cpuS * 1e3) / decisions, 2) : null,
+        reports, decisions, refinements, refinementMsMean: refinements > 0 ? round((refinementS * 1e3) / refinements) : null, cpuMicrosPerReport: reports > 0 ? Math.round((cpuS * 1e6) / reports) : null, cpuMsPerDecision: decisions > 0 ? round((cpuS * 1e3) / decisions, 2) : null,
       };
     });
     const cpuS = per.reduce((a, p) => a + p.cpuSeconds, 0);
