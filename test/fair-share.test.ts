@@ -5,10 +5,16 @@
  * job is owned by exactly one replica at the end, and every move bumped the job's epoch (so the
  * replica that let go can no longer publish for it). Before the fix, the first replica to
  * discover the jobs kept all 24 and replicas that joined later took none (first-come leases).
+ *
+ * A job handed back is never free: the replica above its share offers the excess and leads it
+ * until the newcomer moves the lease to itself in one step (JobStore.takeOffered), so no job's
+ * lease key is deleted or expires during the move. The twin hands back as before (release, then
+ * the taker's discovery) and every job it hands back is seen free: the check can fail.
  */
 import Redis from 'ioredis';
 import { JobRegistry } from '../src/daemon/jobs/job-registry.service';
 import { StartedDaemon } from '../src/daemon/start-daemon.util';
+import { JOB_STORE, JobStore } from '../src/daemon/store/job-store.repository';
 import { jobKeys, REGISTRATIONS_STREAM } from '../src/protocol/redis-keys';
 import { waitFor } from './support/fake-job';
 import { RedisServer } from './support/redis-server';
@@ -46,8 +52,12 @@ beforeAll(async () => {
   redis = new Redis(server.url());
 });
 
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.app.close().catch(() => undefined);
+  await redis.flushall();
+});
+
 afterAll(async () => {
-  for (const d of daemons) await d.app.close().catch(() => undefined);
   redis?.disconnect();
   await server?.stop();
 });
@@ -76,3 +86,46 @@ it('shares jobs within their fair share as replicas join and leave, each job own
   for (const jobId of left) expect(Number(await redis.get(jobKeys(jobId).epoch))).toBeGreaterThanOrEqual(3);
   expect(Number(await redis.zcard('pipemorph:replicas'))).toBe(2);
 }, 20000);
+
+/** Jobs in the hand-off checks below. */
+const JOBS_HANDED = 12;
+
+/**
+ * One replica takes every job, a second joins: how many times a job's lease was freed (its owner
+ * key deleted or expired: Redis keyspace events, so no moment is missed between two samples)
+ * until the two share the jobs.
+ */
+async function leasesFreedDuringJoin(prefix: string, breakIt: boolean): Promise<number> {
+  const ids = Array.from({ length: JOBS_HANDED }, (_, k) => `${prefix}-${k}`);
+  for (const jobId of ids) await redis.xadd(REGISTRATIONS_STREAM, '*', 'm', JSON.stringify(registration(jobId)));
+  const first = await start();
+  await waitFor('one replica owns every job', async () => owned(first).length === JOBS_HANDED, 10000, 50);
+  if (breakIt) {
+    // The twin: the excess released, as before, instead of offered.
+    const store = first.app.get<JobStore>(JOB_STORE);
+    jest.spyOn(store, 'offerLease').mockImplementation(async (jobId, owner) => (await store.releaseLease(jobId, owner), false));
+  }
+  await redis.config('SET', 'notify-keyspace-events', 'Kgx');
+  const events = new Redis(server.url());
+  let freed = 0;
+  events.on('pmessage', (_pattern: string, channel: string, event: string) => {
+    if (channel.startsWith(`__keyspace@0__:pipemorph:{${prefix}-`) && (event === 'del' || event === 'expired')) freed++;
+  });
+  await events.psubscribe('__keyspace@0__:pipemorph:{*}:owner');
+  const second = await start();
+  try {
+    await waitFor('two replicas share them', async () => owned(first).length === JOBS_HANDED / 2 && owned(second).length === JOBS_HANDED / 2, 10000, 20);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the last events in flight
+  } finally {
+    events.disconnect();
+  }
+  return freed;
+}
+
+it('keeps every lease held while a replica joins and takes its share', async () => {
+  expect(await leasesFreedDuringJoin('handoff', false)).toBe(0);
+}, 30000);
+
+it('twin: released instead of offered, jobs are seen with no lease while they change hands', async () => {
+  expect(await leasesFreedDuringJoin('released', true)).toBeGreaterThanOrEqual(JOBS_HANDED / 2);
+}, 30000);
