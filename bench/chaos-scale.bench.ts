@@ -216,16 +216,25 @@ async function main(): Promise<void> {
   const live = () => replicas.filter((r) => r.daemon.running && !r.frozen);
   /** Largest event-loop delay any replica's scrape reported since the window began (each scrape resets it). */
   let loopLagMsMax = 0;
-  const scrapeOwned = async (r: Replica): Promise<number> => {
-    try {
-      const text = await (await fetch(`${r.daemon.url}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
-      const value = (name: string) => Number(text.split('\n').find((l) => l.startsWith(`${name} `))?.split(' ')[1] ?? 0);
-      loopLagMsMax = Math.max(loopLagMsMax, value('nodejs_eventloop_lag_max_seconds') * 1000);
-      return value('pipemorph_jobs_owned');
-    } catch {
-      return 0;
-    }
+  /**
+   * A replica's /metrics text ('' when it does not answer). Every scrape goes through here: the
+   * event-loop delay max resets at each scrape, so a scrape that did not keep it in loopLagMsMax
+   * would lose it.
+   */
+  const metricsText = async (r: Replica): Promise<string> => {
+    const text = await fetch(`${r.daemon.url}/metrics`, { signal: AbortSignal.timeout(3000) }).then((x) => x.text(), () => '');
+    const lag = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+    if (lag) loopLagMsMax = Math.max(loopLagMsMax, Number(lag[1]) * 1000);
+    return text;
   };
+  /** The jobs a replica owns, and those it leads with the epoch it leads each under (pipemorph_job_lease_epoch); none when it does not answer. */
+  const scrape = async (r: Replica): Promise<{ owned: number; led: Map<string, number> }> => {
+    const text = await metricsText(r);
+    const led = new Map<string, number>();
+    for (const m of text.matchAll(/^pipemorph_job_lease_epoch\{job="([^"]+)"\} (\d+)$/gm)) led.set(m[1], Number(m[2]));
+    return { owned: Number(/^pipemorph_jobs_owned (\S+)$/m.exec(text)?.[1] ?? 0), led };
+  };
+  const scrapeOwned = async (r: Replica): Promise<number> => (await scrape(r)).owned;
   /** The control path's histograms on every live replica (summed): the control step (detect, plan, decide) and the stages of those that publish. */
   const STAGE_SERIES: Array<[string, string, string]> = [
     ['step', 'pipemorph_planning_duration_seconds', ''],
@@ -238,23 +247,12 @@ async function main(): Promise<void> {
   const stageSnapshot = async (): Promise<Map<string, Map<string, number>>> => {
     const out = new Map(STAGE_SERIES.map(([k]) => [k, new Map<string, number>()]));
     for (const r of live()) {
-      const text = await fetch(`${r.daemon.url}/metrics`, { signal: AbortSignal.timeout(3000) }).then((x) => x.text(), () => '');
+      const text = await metricsText(r);
       for (const [k, name, labels] of STAGE_SERIES) for (const [le, c] of buckets(text, name, labels)) out.get(k)!.set(le, (out.get(k)!.get(le) ?? 0) + c);
     }
     return out;
   };
 
-  /** The jobs a replica leads, with the epoch it leads each under (pipemorph_job_lease_epoch; none when it does not answer). */
-  const scrapeLed = async (r: Replica): Promise<Map<string, number>> => {
-    const led = new Map<string, number>();
-    try {
-      const text = await (await fetch(`${r.daemon.url}/metrics`, { signal: AbortSignal.timeout(3000) })).text();
-      for (const m of text.matchAll(/^pipemorph_job_lease_epoch\{job="([^"]+)"\} (\d+)$/gm)) led.set(m[1], Number(m[2]));
-    } catch {
-      // not answering: leads nothing this sample
-    }
-    return led;
-  };
   /**
    * Jobs with no live leader: a job is led when a live replica leads it under the epoch Redis holds
    * (so neither a replica still holding a job another has taken over, nor a count of jobs owned
@@ -262,7 +260,7 @@ async function main(): Promise<void> {
    */
   const unled = async (): Promise<number> => {
     const epochs = await Promise.all(jobs.map((j) => redis.get(jobKeys(j.jobId).epoch).catch(() => null)));
-    const led = await Promise.all(live().map(scrapeLed));
+    const led = (await Promise.all(live().map(scrape))).map((x) => x.led);
     return jobs.filter((j, k) => epochs[k] === null || !led.some((m) => m.get(j.jobId) === Number(epochs[k]))).length;
   };
   const memory = { replicaRssMiBMax: 0, redisUsedMiBMax: 0 };
