@@ -6,7 +6,12 @@
  * one or two links slowed by 15-120 ms), the planning path the daemon runs for one replica group
  * (`planPipeline` with policy `optimal`, the shipped search settings and MILP time limit) against
  * the search alone: planning time (median, max), how often the MILP proves the optimum within its
- * limit, and the mean gain over the search's plan. Last line: JSON, also written to
+ * limit, and the mean gain over the search's plan. Each case is planned twice: on the bare model,
+ * and under the transport the daemon plans with (a GPU send slot per link direction,
+ * `control.gpuSendsInFlight`, so a slow send blocks the stage behind it; every slowed link
+ * delegated to 2 CPU queues with `control.delegateCopyOverhead` on its two stages). Under the
+ * transport the MILP sees only the relaxed model, so nothing is ever proven there; "settled"
+ * counts the calls that stopped because the relaxed problem was, not at the time limit. Last line: JSON, also written to
  * bench/results/optimal-line.json (the table in docs/benchmarks.md is rendered from it).
  * Runs on one core; times are wall clock on this machine (the load average is recorded).
  */
@@ -15,6 +20,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import defaults from '../config/default.json';
 import { toPipelineModel, validateProfile } from '../src/core/pipeline/pipeline-model';
+import { PipelineModel } from '../src/core/pipeline/pipeline-model.type';
 import { MilpSolver } from '../src/core/planner/optimal-planner';
 import { planPipeline } from '../src/core/planner/plan';
 import { seededRandom } from '../src/core/planner/seeded-random';
@@ -53,6 +59,10 @@ async function main(): Promise<void> {
     const searchMs: number[] = [];
     const gains: number[] = [];
     let proven = 0;
+    const transportMs: number[] = [];
+    const transportSearchMs: number[] = [];
+    const transportGains: number[] = [];
+    let settled = 0;
     for (let c = 0; c < CASES; c++) {
       const fMs = Array.from({ length: S }, () => u(5, 20));
       const linkMs = new Array<number>(S - 1).fill(0.5);
@@ -67,6 +77,23 @@ async function main(): Promise<void> {
       planMs.push(performance.now() - t0);
       if (exact.optimal?.proven) proven++;
       gains.push((1 - exact.run.iterationMs / searched.run.iterationMs) * 100);
+      const slowed = linkMs.map((ms) => ms > 1);
+      const underTransport: PipelineModel = {
+        ...model,
+        transport: {
+          gpuSlots: new Int32Array(S - 1).fill(defaults.control.gpuSendsInFlight),
+          delegateQueues: Int32Array.from(slowed, (slow) => (slow ? 2 : 0)),
+          copyOverhead: Float64Array.from({ length: S }, (_, s) => (slowed[s] || slowed[s - 1] ? defaults.control.delegateCopyOverhead : 0)),
+        },
+      };
+      t0 = performance.now();
+      const searchedT = planPipeline(underTransport, { policy: 'search', search });
+      transportSearchMs.push(performance.now() - t0);
+      t0 = performance.now();
+      const exactT = planPipeline(underTransport, { policy: 'optimal', search, optimal: { solver, timeLimitMs } });
+      transportMs.push(performance.now() - t0);
+      if (exactT.optimal?.settled) settled++;
+      transportGains.push((1 - exactT.run.iterationMs / searchedT.run.iterationMs) * 100);
     }
     const row = {
       stages: S,
@@ -78,6 +105,14 @@ async function main(): Promise<void> {
       optimalMaxMs: round(Math.max(...planMs)),
       searchMedianMs: round(median(searchMs)),
       meanGainOverSearchPct: round(gains.reduce((a, b) => a + b, 0) / gains.length),
+      transport: {
+        settled,
+        optimalMedianMs: round(median(transportMs)),
+        optimalMaxMs: round(Math.max(...transportMs)),
+        searchMedianMs: round(median(transportSearchMs)),
+        meanGainOverSearchPct: round(transportGains.reduce((a, b) => a + b, 0) / transportGains.length),
+        maxGainOverSearchPct: round(Math.max(...transportGains)),
+      },
     };
     console.log(JSON.stringify({ size: row }));
     rows.push(row);

@@ -154,3 +154,34 @@ describe('optimalPlan', () => {
     }
   });
 });
+
+describe('optimalPlan under a transport (head-of-line blocking, delegate queues)', () => {
+  // 4 stages x 8 microbatches, a 60 ms straggler on link 1: the daemon's refinement instance in bench:scale-out.
+  const plain = toPipelineModel(validateProfile({ stages: 4, microbatches: 8, fMs: [10, 10, 10, 10], bMs: [10, 10, 10, 10], wMs: [10, 10, 10, 10], linkMs: [1, 61, 1], linkBytes: [1 << 24, 1 << 24, 1 << 24], linkGBps: [25, 25, 25] }));
+  const withQueues = (queues: number): PipelineModel => ({
+    ...plain,
+    transport: { gpuSlots: Int32Array.from([1, 1, 1]), delegateQueues: Int32Array.from([0, queues, 0]), copyOverhead: Float64Array.from([0, queues ? 0.02 : 0, queues ? 0.02 : 0, 0]) },
+  });
+
+  it.each([0, 2, 8])('stops once the relaxed problem is settled, never at its time limit, and is never worse than its warm start (%d delegate queues)', (queues) => {
+    const model = withQueues(queues);
+    const warm = planPipeline(model, { policy: 'adaptive' }).run;
+    // A clock that only moves when read: the call ends by settling long before 1e6 readings.
+    let t = 0;
+    const result = optimalPlan(model, highs, warm, { timeLimitMs: 1_000_000, now: () => t++ });
+    expect(result.settled).toBe(true);
+    expect(t).toBeLessThan(1_000_000);
+    expect(result.run.iterationMs).toBeLessThanOrEqual(warm.iterationMs);
+    expect(simulateSchedule(model, result.run.order).iterationMs).toBeCloseTo(result.run.iterationMs, 6);
+    // Its twin: under the transport no schedule is proven optimal, so a call that stopped only on
+    // a proof (the rule before) could never end before its time limit.
+    expect(result.proven).toBe(false);
+  });
+
+  it('on a model without a transport, settled and proven are the same', () => {
+    const warm = planPipeline(plain, { policy: 'adaptive' }).run;
+    const result = optimalPlan(plain, highs, warm, { timeLimitMs: 10_000 });
+    expect(result.settled).toBe(result.proven);
+    expect(result.proven).toBe(true);
+  });
+});

@@ -41,7 +41,7 @@ export interface Plan {
   /** Set for `search`: how much it evaluated. */
   search?: { evaluations: number; elapsedMs: number; adaptiveIterationMs: number; timedOut: boolean };
   /** Set for `optimal`: the proven bound, the gap to it and whether the MILP proved optimality. */
-  optimal?: { boundMs: number; gap: number; proven: boolean; searchIterationMs: number };
+  optimal?: { boundMs: number; gap: number; proven: boolean; settled: boolean; searchIterationMs: number };
 }
 
 /** The same model with memory limits lifted (activations offloaded to the host); peaks are still measured. */
@@ -115,7 +115,7 @@ export function planPipeline(model: PipelineModel, request: PlanRequest): Plan {
           ...(exact.warmStartKept ? options : {}),
           run: exact.run,
           search,
-          optimal: { boundMs: exact.boundMs, gap: exact.gap, proven: exact.proven, searchIterationMs: chosen.run.iterationMs },
+          optimal: { boundMs: exact.boundMs, gap: exact.gap, proven: exact.proven, settled: exact.settled, searchIterationMs: chosen.run.iterationMs },
         };
       }
       return { policy: 'search', warmup: chosen.warmup, wPlacement: chosen.wPlacement, ...options, run: chosen.run, search };
