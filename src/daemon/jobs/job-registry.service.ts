@@ -390,14 +390,17 @@ export class JobRegistry {
    * (a replica joined, jobs expired): down to the share, jobs with no handshake open. It goes on
    * leading each until a replica under its share moves the lease to itself in one step
    * (JobStore.takeOffered, only between switches) and adopts it; this replica lets it go at its
-   * next renewal. So a job handed back waits for no discovery unled (only the adoption): released instead, each waited
-   * unled for the taker's next discovery (bench:chaos-scale: 32 jobs for up to 1.1 s after a
-   * replica's SIGSTOP, past the 15 s goal whatever the fault's own length). Offers last a lease and
-   * are renewed at every discovery while the excess lasts, withdrawn when it is gone.
+   * next renewal. So a job handed back waits unled for no discovery, only for its adoption.
+   * Released instead, each waited unled for the taker's next discovery (bench:chaos-scale: 32 jobs
+   * for up to 1.1 s after a replica's SIGSTOP, past the 15 s goal whatever the fault's own length).
+   * Offers last a lease and are renewed at every discovery while the excess lasts, withdrawn when
+   * it is gone.
    */
   private async shedExcess(): Promise<void> {
     const above = this.owned.size > shedAbove(this.jobsKnown, this.liveReplicas);
     const excess = above ? this.owned.size - this.share : 0;
+    // The usual case, at every discovery: nothing to offer and nothing offered.
+    if (excess === 0 && this.offered.size === 0) return;
     const offer = this.all()
       .filter((job) => job.handshake === null && !job.fenced && !job.released)
       .slice(0, excess)

@@ -306,16 +306,19 @@ export class InMemoryJobStore implements JobStore {
   }
 
   async offerLease(jobId: string, owner: string, ttlMs: number): Promise<boolean> {
+    this.fault('offerLease');
     if (this.leaseHolder(jobId) !== owner) return false;
     this.job(jobId).offer = { owner, until: this.clock.now() + ttlMs };
     return true;
   }
 
   async withdrawOffer(jobId: string, owner: string): Promise<void> {
+    this.fault('withdrawOffer');
     if (this.offerer(jobId) === owner) this.job(jobId).offer = null;
   }
 
   async leaseOf(jobId: string): Promise<LeaseState> {
+    this.fault('leaseOf');
     return { owner: this.leaseHolder(jobId), offeredBy: this.offerer(jobId) };
   }
 
