@@ -82,11 +82,19 @@ interface Snapshot {
   /** Refinements finished (the exact planner on the worker) and their time, queue wait included. */
   refinements: number;
   refinementS: number;
+  /** Stream batches read (non-empty XREADGROUP or XAUTOCLAIM replies). */
+  batches: number;
 }
 
 async function snapshot(r: Replica): Promise<Snapshot> {
   const m = await scrape(r.daemon);
-  return { cpuS: cpuSecondsOf(r.daemon.pid!), reports: m('pipemorph_ingest_messages_total', 'type="report",result="accepted"'), decisions: m('pipemorph_planning_duration_seconds_count'), owned: m('pipemorph_jobs_owned'), refinements: m('pipemorph_refinement_duration_seconds_count'), refinementS: m('pipemorph_refinement_duration_seconds_sum') };
+  return { cpuS: cpuSecondsOf(r.daemon.pid!), reports: m('pipemorph_ingest_messages_total', 'type="report",result="accepted"'), decisions: m('pipemorph_planning_duration_seconds_count'), owned: m('pipemorph_jobs_owned'), refinements: m('pipemorph_refinement_duration_seconds_count'), refinementS: m('pipemorph_refinement_duration_seconds_sum'), batches: m('pipemorph_ingest_batches_total') };
+}
+
+/** XREADGROUP calls so far on every master (INFO commandstats): the ingest's reads, empty ones included. */
+async function xreadgroupCalls(redis: Cluster): Promise<number> {
+  const infos = await Promise.all(redis.nodes('master').map((node) => node.info('commandstats')));
+  return infos.reduce((sum, info) => sum + Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(info)?.[1] ?? 0), 0);
 }
 
 async function main(): Promise<void> {
@@ -134,6 +142,7 @@ async function main(): Promise<void> {
   const measure = async (settings = 'shipped'): Promise<void> => {
     await sleep(SETTLE_S * 1000);
     const before = await Promise.all(replicas.map(snapshot));
+    const reads0 = await xreadgroupCalls(redis);
     const bench0 = process.cpuUsage();
     const wall0 = performance.now();
     const samples: number[][] = [];
@@ -142,6 +151,7 @@ async function main(): Promise<void> {
       samples.push(await ownedCounts());
     }
     const after = await Promise.all(replicas.map(snapshot));
+    const reads = (await xreadgroupCalls(redis)) - reads0;
     const seconds = (performance.now() - wall0) / 1000;
     const bench = process.cpuUsage(bench0);
     const fair = JOBS / replicas.length;
@@ -151,11 +161,13 @@ async function main(): Promise<void> {
       const decisions = after[k].decisions - before[k].decisions;
       const refinements = after[k].refinements - before[k].refinements;
       const refinementS = after[k].refinementS - before[k].refinementS;
+      const batches = after[k].batches - before[k].batches;
       const owned = samples.map((s) => s[k]);
       return {
         replica: r.name, ownedAtEnd: after[k].owned, ownedMin: Math.min(...owned), ownedMax: Math.max(...owned),
         shareOfFair: round(after[k].owned / fair, 3), cpuSeconds: round(cpuS, 2), cpuCoreFraction: round(cpuS / seconds, 3),
         reports, decisions, refinements, refinementMsMean: refinements > 0 ? round((refinementS * 1e3) / refinements) : null, cpuMicrosPerReport: reports > 0 ? Math.round((cpuS * 1e6) / reports) : null, cpuMsPerDecision: decisions > 0 ? round((cpuS * 1e3) / decisions, 2) : null,
+        reportsPerBatch: batches > 0 ? round(reports / batches, 2) : null,
       };
     });
     const cpuS = per.reduce((a, p) => a + p.cpuSeconds, 0);
@@ -173,6 +185,8 @@ async function main(): Promise<void> {
       /** Ranks (one report per second each) one replica serves with one core at this decision rate. */
       ranksPerReplicaPerCore: Math.round(1e6 / usPerReport),
       loadGeneratorCpuMicrosPerReport: Math.round((bench.user + bench.system) / reports),
+      /** Every replica's stream reads (one XREADGROUP per job stream per ingest pass, empty or not; the load generator reads none). */
+      xreadgroupPerSecond: round(reads / seconds), xreadgroupPerReport: round(reads / reports, 2),
       loadAverage1m: round(loadavg()[0], 2),
     };
     windows.push(w);
