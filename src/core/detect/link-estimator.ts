@@ -141,6 +141,15 @@ export class LinkEstimator {
     return this.window.recentMedian(count);
   }
 
+  /** Whether the newest `count` samples all sit above, or all below, the `older` before them (SlidingWindow.shifted). */
+  levelShifted(count: number, older: number): boolean {
+    return this.window.shifted(count, older);
+  }
+
+  get windowCapacity(): number {
+    return this.window.capacity;
+  }
+
   baselineMs(): number {
     const nominal = this.nominal + this.offset;
     const learned = this.learned.ms;
@@ -163,6 +172,11 @@ export class LinkEstimator {
   /** Extra of the newest `count` samples' median over the baseline; 0 when either is unknown. */
   recentExtraMs(count: number): number {
     return this.over(this.window.recentMedian(count));
+  }
+
+  /** Extra of the newest `count` samples' q-quantile over the baseline; 0 when either is unknown. */
+  recentQuantileExtraMs(count: number, q: number): number {
+    return this.over(this.window.recentQuantile(count, q));
   }
 
   private over(level: number): number {

@@ -92,6 +92,35 @@ describe('SlidingWindow', () => {
     expect(window.median()).toBe(2);
   });
 
+  it('recentQuantile and shifted match a sort of the newest samples from scratch, after every add', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.array(sample, { maxLength: 60 }), fc.integer({ min: 1, max: 25 }), fc.integer({ min: 0, max: 25 }), fc.double({ min: 0, max: 1, noNaN: true }), (capacity, xs, k, m, q) => {
+        const window = new SlidingWindow(capacity);
+        xs.forEach((x, n) => {
+          window.add(x);
+          const kept = xs.slice(Math.max(0, n + 1 - capacity), n + 1);
+          const newest = kept.slice(Math.max(0, kept.length - k)).sort((a, b) => a - b);
+          expect(window.recentQuantile(k, q)).toBe(newest[Math.floor(q * (newest.length - 1))]);
+          const older = kept.slice(Math.max(0, kept.length - newest.length - m), kept.length - newest.length);
+          const moved = older.length > 0 && (Math.min(...newest) > Math.max(...older) || Math.max(...newest) < Math.min(...older));
+          expect(window.shifted(k, m)).toBe(moved);
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('shifted: a step is a shift once every newest sample is past the older ones, and one sample inside their range is not', () => {
+    const window = new SlidingWindow(16);
+    for (const x of [30, 22, 41, 35, 28, 39, 33]) window.add(x);
+    for (const x of [60, 62]) window.add(x);
+    expect(window.shifted(3, 7)).toBe(false); // 39 is among the newest three
+    window.add(61);
+    expect(window.shifted(3, 7)).toBe(true);
+    window.add(40);
+    expect(window.shifted(3, 7)).toBe(false);
+  });
+
   it('rejects a capacity that is not a positive integer', () => {
     expect(() => new SlidingWindow(0)).toThrow(RangeError);
     expect(() => new SlidingWindow(2.5)).toThrow(RangeError);

@@ -114,6 +114,41 @@ export class SlidingWindow {
     return k & 1 ? scratch[mid] : (scratch[mid - 1] + scratch[mid]) / 2;
   }
 
+  /** The sample at rank floor(q x (n - 1)) of the newest n = min(count, size) samples, sorted; NaN when there are none. */
+  recentQuantile(count: number, q: number): number {
+    const k = Math.min(Math.floor(count), this.count);
+    if (!(k > 0) || !(q >= 0 && q <= 1)) return Number.NaN;
+    this.recentMedian(k); // leaves the newest k sorted in scratch
+    return scratch[Math.floor(q * (k - 1))];
+  }
+
+  /**
+   * Whether the newest `count` samples all lie above, or all below, the `older` samples stored just
+   * before them: the level moved. False when either group is empty. O(count + older).
+   */
+  shifted(count: number, older: number): boolean {
+    const k = Math.min(Math.floor(count), this.count);
+    const m = Math.min(Math.floor(older), this.count - k);
+    if (!(k > 0 && m > 0)) return false;
+    let newLo = Infinity;
+    let newHi = -Infinity;
+    let oldLo = Infinity;
+    let oldHi = -Infinity;
+    let j = this.head;
+    for (let n = 0; n < k + m; n++) {
+      j = j === 0 ? this.cap - 1 : j - 1;
+      const x = this.buf[j];
+      if (n < k) {
+        if (x < newLo) newLo = x;
+        if (x > newHi) newHi = x;
+      } else {
+        if (x < oldLo) oldLo = x;
+        if (x > oldHi) oldHi = x;
+      }
+    }
+    return newLo > oldHi || newHi < oldLo;
+  }
+
   /** Index in the sorted half of a stored value (any of equal ones: they are interchangeable). */
   private indexOfSorted(x: number): number {
     let lo = 0;
