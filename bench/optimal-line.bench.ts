@@ -46,6 +46,14 @@ function median(values: number[]): number {
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
 
+/** Runs `plan`, adds its wall time (ms) to `times`, returns its result. */
+function timed<T>(times: number[], plan: () => T): T {
+  const t0 = performance.now();
+  const result = plan();
+  times.push(performance.now() - t0);
+  return result;
+}
+
 async function main(): Promise<void> {
   const stamp = startStamp();
   const solver: MilpSolver = await loadMilpSolver();
@@ -69,12 +77,8 @@ async function main(): Promise<void> {
       const slow = 1 + Math.floor(random() * 2);
       for (let k = 0; k < slow; k++) linkMs[Math.floor(random() * (S - 1))] = u(15, 120);
       const model = toPipelineModel(validateProfile({ stages: S, microbatches: N, fMs, bMs: fMs.map(() => u(5, 20)), wMs: fMs.map(() => u(5, 20)), linkMs }));
-      let t0 = performance.now();
-      const searched = planPipeline(model, { policy: 'search', search });
-      searchMs.push(performance.now() - t0);
-      t0 = performance.now();
-      const exact = planPipeline(model, { policy: 'optimal', search, optimal: { solver, timeLimitMs } });
-      planMs.push(performance.now() - t0);
+      const searched = timed(searchMs, () => planPipeline(model, { policy: 'search', search }));
+      const exact = timed(planMs, () => planPipeline(model, { policy: 'optimal', search, optimal: { solver, timeLimitMs } }));
       if (exact.optimal?.proven) proven++;
       gains.push((1 - exact.run.iterationMs / searched.run.iterationMs) * 100);
       const slowed = linkMs.map((ms) => ms > 1);
@@ -86,12 +90,8 @@ async function main(): Promise<void> {
           copyOverhead: Float64Array.from({ length: S }, (_, s) => (slowed[s] || slowed[s - 1] ? defaults.control.delegateCopyOverhead : 0)),
         },
       };
-      t0 = performance.now();
-      const searchedT = planPipeline(underTransport, { policy: 'search', search });
-      transportSearchMs.push(performance.now() - t0);
-      t0 = performance.now();
-      const exactT = planPipeline(underTransport, { policy: 'optimal', search, optimal: { solver, timeLimitMs } });
-      transportMs.push(performance.now() - t0);
+      const searchedT = timed(transportSearchMs, () => planPipeline(underTransport, { policy: 'search', search }));
+      const exactT = timed(transportMs, () => planPipeline(underTransport, { policy: 'optimal', search, optimal: { solver, timeLimitMs } }));
       if (exactT.optimal?.settled) settled++;
       transportGains.push((1 - exactT.run.iterationMs / searchedT.run.iterationMs) * 100);
     }

@@ -390,8 +390,8 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   let proven = run.iterationMs <= combinatorial * (1 + RELATIVE_GAP);
   // Under a transport (head-of-line blocking, delegate queues) the searches and the MILP see the
   // relaxed model, so no target below the best replay can be proven out of reach: the bisection
-  // ran every call to its time limit for nothing (80 random 4-8 stage instances: 212 ms per call,
-  // better than the warm start on 4 of them, by 0.84% at most, against control.minGain's 3%). It
+  // ran every call to its time limit for nothing (bench:optimal-line's columns under the transport
+  // show what a call costs and gains now, against control.minGain's 3%). It
   // bisects on the relaxed value instead and stops once the relaxed problem is settled; the
   // result is the best replay under the transport of every schedule it saw. Without a transport
   // the two values are the same and nothing changes.
@@ -399,7 +399,7 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
   let relaxedBest = model.transport ? (replayOrder(relaxedModel, warmStart.order)?.iterationMs ?? run.iterationMs) : run.iterationMs;
   let settled = proven || relaxedBest <= combinatorial * (1 + RELATIVE_GAP);
   /** Keeps the best replay under the transport and the best relaxed value; true when the schedule improved either. */
-  const offer = (order: Int32Array[], truth: EngineRun | null): boolean => {
+  const offer = (order: Int32Array[], truth: EngineRun | null = replayOrder(model, order)): boolean => {
     const relaxed = model.transport ? replayOrder(relaxedModel, order) : truth;
     let improved = false;
     if (truth && truth.iterationMs < run.iterationMs) {
@@ -442,7 +442,7 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
       continue;
     }
     if (found === 'unknown') continue;
-    if (offer(found, replayOrder(model, found))) {
+    if (offer(found)) {
       settle();
       break;
     }
@@ -479,7 +479,7 @@ export function optimalPlan(model: PipelineModel, solver: MilpSolver, warmStart:
         settle();
         continue;
       }
-      if (found !== 'unknown' && offer(found, replayOrder(model, found)) && relaxedBest <= target) {
+      if (found !== 'unknown' && offer(found) && relaxedBest <= target) {
         settle();
         continue;
       }
