@@ -20,6 +20,8 @@ export class ChanceRuns {
   private since = 0;
   private badRun: number;
   private links = 1;
+  /** The chance rate read at the last round's end (reread). */
+  private readRate = 0;
 
   constructor(
     private enterAfter: number,
@@ -38,10 +40,16 @@ export class ChanceRuns {
     return this.rate(this.bad);
   }
 
+  /**
+   * New knobs take effect at once, on the rate read at the last round's end: the same knobs, or
+   * other knobs and back, change nothing. A re-read of the counts mid-round moved the run asked for
+   * a few samples before the round ended, and a detector reconfigured with its own config flagged a
+   * ring a detector left alone did not (job-detector-reconfigure.spec.ts found it).
+   */
   reconfigure(enterAfter: number, chanceRate: number): void {
     this.enterAfter = enterAfter;
     this.chanceRate = chanceRate;
-    this.reread(this.links);
+    this.badRun = this.runFor(this.readRate);
   }
 
   /**
@@ -59,25 +67,28 @@ export class ChanceRuns {
       this.healthy /= 2;
       this.bad /= 2;
     }
-    return this.reread(links);
+    return this.reread();
   }
 
   private rate(events: number): number {
     return events / (this.healthy + (events >= EVENTS_TRUSTED ? 0 : PRIOR_SAMPLES));
   }
 
-  private reread(links: number): boolean {
-    const n = Math.max(1, links);
-    const most = MAX_RUN_FACTOR * this.enterAfter;
-    const runFor = (rate: number, from: number, to: number) => {
-      let k = from;
-      while (k < to && n * Math.pow(rate, k) > this.chanceRate) k++;
-      return k;
-    };
-    const badRun = runFor(this.rate(this.bad), this.enterAfter, most);
+  private reread(): boolean {
+    this.readRate = this.rate(this.bad);
+    const badRun = this.runFor(this.readRate);
     const changed = badRun !== this.badRun;
     this.badRun = badRun;
     return changed;
+  }
+
+  /** The least run from enterAfter up to MAX_RUN_FACTOR x enterAfter that some link sees by chance no more often than chanceRate. */
+  private runFor(rate: number): number {
+    const n = Math.max(1, this.links);
+    const most = MAX_RUN_FACTOR * this.enterAfter;
+    let k = this.enterAfter;
+    while (k < most && n * Math.pow(rate, k) > this.chanceRate) k++;
+    return k;
   }
 }
 

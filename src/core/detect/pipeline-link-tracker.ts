@@ -68,9 +68,9 @@ class Direction {
    * or the K = enterAfter bad ones) and those since, up to the newest K. Never one sample alone
    * unless one made it (enterAfter 1): mild, mild, then one spike of 150 ms is a straggler of the
    * mild size, not of the spike's (issue 29); the healthy samples before a step do not hide a
-   * straggler that two severe samples made. Once older than K, the median of its spell (every sample
-   * of its current level, up to the window): a link whose delay is drawn anew every iteration is
-   * sized by its typical delay, not by the newest three draws, so the plan is made once for what the
+   * straggler that two severe samples made. Once older than K, the upper quartile of its spell
+   * (SPELL_QUANTILE of every sample of its current level, up to the window): a link whose delay is
+   * drawn anew every iteration is sized by what it typically runs, not by the newest three draws, so the plan is made once for what the
    * spell runs and not re-made for every draw (the dynamic traces); a level shift (the newest K all
    * above, or all below, the spell before them) restarts the spell, so a step is sized within K.
    */
