@@ -45,6 +45,8 @@ class Direction {
   spell = 0;
   /** Level shifts seen since it became a straggler: with its age, how long its levels last. */
   shifts = 0;
+  /** The previous sample saw a level shift: one shift stays visible for up to K samples and counts once. */
+  shiftSeen = false;
   /** Became a straggler while flagging was suspended (JobDetector.suspend): not reported as one. */
   suppressed = false;
 
@@ -93,18 +95,23 @@ class Direction {
    */
   trackSpell(flipped: boolean, enterAfter: number): void {
     const window = this.estimator.windowCapacity;
-    if (!this.hysteresis.active) this.spell = 0;
-    else if (flipped) {
+    if (!this.hysteresis.active) {
+      this.spell = 0;
+      this.shiftSeen = false;
+    } else if (flipped) {
       this.spell = this.entryRun;
       this.shifts = 0;
+      this.shiftSeen = false;
     } else {
       this.spell++;
       const older = Math.min(this.spell, window) - enterAfter;
-      if (older > 0 && this.estimator.levelShifted(enterAfter, older)) {
+      const shifted = older > 0 && this.estimator.levelShifted(enterAfter, older);
+      if (shifted && !this.shiftSeen) {
         const levelLasted = (this.entryRun + this.sinceEntry) / (this.shifts + 1);
         this.shifts++;
         if (levelLasted >= window) this.spell = enterAfter;
       }
+      this.shiftSeen = shifted;
     }
   }
 }
@@ -442,7 +449,7 @@ export class PipelineLinkTracker {
       if (f === undefined && b === undefined) continue;
       const dp = Math.floor(li / this.links);
       const link = li - dp * this.links;
-      // The median of the newest K samples: the same K that make a straggler, so its size is right the moment it is detected.
+      // Direction.sizeMs: the samples that made the straggler, then the upper quartile of its spell, so one draw never re-sizes it.
       const forwardExtraMs = f ? f.sizeMs(recent) : 0;
       const backwardExtraMs = b ? b.sizeMs(recent) : 0;
       const extraMs = Math.max(forwardExtraMs, backwardExtraMs);

@@ -1,4 +1,4 @@
-// Scratch for recentMedian(): grows to the largest count asked, shared because JS is single-threaded.
+// Scratch for sortNewest(): grows to the largest count asked, shared because JS is single-threaded.
 let scratch = new Float64Array(16);
 
 /**
@@ -96,8 +96,23 @@ export class SlidingWindow {
 
   /** Median of the newest min(count, size) samples; NaN when there are none. Sorts a copy: for occasional reads, not per sample. */
   recentMedian(count: number): number {
+    const k = this.sortNewest(count);
+    if (k === 0) return Number.NaN;
+    const mid = k >> 1;
+    return k & 1 ? scratch[mid] : (scratch[mid - 1] + scratch[mid]) / 2;
+  }
+
+  /** The sample at rank floor(q x (n - 1)) of the newest n = min(count, size) samples, sorted; NaN when there are none. */
+  recentQuantile(count: number, q: number): number {
+    if (!(q >= 0 && q <= 1)) return Number.NaN;
+    const k = this.sortNewest(count);
+    return k === 0 ? Number.NaN : scratch[Math.floor(q * (k - 1))];
+  }
+
+  /** Sorts the newest min(count, size) samples into scratch[0..k) (insertion sort: k is a window, not a stream); returns k. */
+  private sortNewest(count: number): number {
     const k = Math.min(Math.floor(count), this.count);
-    if (!(k > 0)) return Number.NaN;
+    if (!(k > 0)) return 0;
     if (scratch.length < k) scratch = new Float64Array(Math.max(k, scratch.length * 2));
     let j = this.head;
     for (let n = 0; n < k; n++) {
@@ -110,16 +125,7 @@ export class SlidingWindow {
       }
       scratch[p] = x;
     }
-    const mid = k >> 1;
-    return k & 1 ? scratch[mid] : (scratch[mid - 1] + scratch[mid]) / 2;
-  }
-
-  /** The sample at rank floor(q x (n - 1)) of the newest n = min(count, size) samples, sorted; NaN when there are none. */
-  recentQuantile(count: number, q: number): number {
-    const k = Math.min(Math.floor(count), this.count);
-    if (!(k > 0) || !(q >= 0 && q <= 1)) return Number.NaN;
-    this.recentMedian(k); // leaves the newest k sorted in scratch
-    return scratch[Math.floor(q * (k - 1))];
+    return k;
   }
 
   /**
