@@ -6,7 +6,7 @@ import { stragglingLinks } from '../core/control/judge-decision';
 import { MilpSolver } from '../core/planner/optimal-planner';
 import { controlConfigOf } from '../daemon/config/control-config-of';
 import { PipemorphConfig } from '../daemon/config/pipemorph-config.type';
-import { judgeForJob } from '../daemon/control/judge-for-job';
+import { judgeForJob, refinementMayPayForJob } from '../daemon/control/judge-for-job';
 import { rebalanceForJob, supersede } from '../daemon/control/rebalance-for-job';
 import { JobRuntime, ReportOutcome } from '../daemon/jobs/job-runtime';
 import { publishedScheduleOf } from '../daemon/publish/published-schedule';
@@ -82,7 +82,7 @@ export class ReplayJob {
     let judged = decision && judgeForJob(job, decision, outcome.predictedCurrentMs, this.config, now);
     const records = judged ? [judged.record] : [];
     const refinePlanner = this.config.control.refinePlanner;
-    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner && outcome.refinable !== false, judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
+    if (job.refineDue(stragglingLinks(input), refinePlanner !== 'none' && refinePlanner !== this.config.control.planner && outcome.refinable !== false && refinementMayPayForJob(job, input, outcome.refinementHeadroomMs, this.config), judged ? (judged.take ? 'taken' : 'declined') : 'none')) {
       const refined = decideControl(input, { ...this.control, planner: refinePlanner as ControlConfig['planner'] }, this.solver);
       if (refined.decision) {
         decision = refined.decision;

@@ -51,4 +51,10 @@ export interface ControlOutcome {
    * could find a plan worth switching to (refinementMayGain): the refinement is not run. Absent: may gain.
    */
   refinable?: boolean;
+  /**
+   * With `refinable` true: the most any plan could gain per iteration over what runs, ms (against
+   * the slowest replica's lower bound; Infinity when unknown). The daemon runs the refinement only
+   * where the cost gate could take that gain (refinementMayPay).
+   */
+  refinementHeadroomMs?: number;
 }

@@ -6,7 +6,7 @@ import { ControlDecision, ControlOutcome, DecisionKind } from './control-decisio
 import { DelegationPlan, JobControlInput, PipelineGroupPlan } from './control-input.type';
 import { delegationFor, initialPipelines, plannedPipelines, predictMs, replicaDelays, scheduleKey } from './pipeline-plans';
 import { decideRemap } from './remap-decision';
-import { refinementMayGain } from './refinement-bound';
+import { refinementHeadroom } from './refinement-bound';
 
 /**
  * Whether the delegation in force already serves what is needed: every rank that needs delegates
@@ -97,7 +97,10 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
   }
   const current = input.current;
   const predictedPreviousMs = predict(current.pipelines, current.delegation);
-  const outcome = (decision: ControlDecision | null, refinable?: boolean): ControlOutcome => ({ decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs, ...(refinable === undefined ? {} : { refinable }) });
+  const outcome = (decision: ControlDecision | null, headroom?: number | null): ControlOutcome => ({
+    decision, predictedCurrentMs: predictedPreviousMs, predictedStaticMs,
+    ...(headroom === undefined ? {} : headroom === null ? { refinable: false } : { refinable: true, refinementHeadroomMs: headroom }),
+  });
   // A slow data-parallel link costs far more than a slow pipeline link: re-mapping comes first.
   const remap = decideRemap(input, config, initial);
   if (remap) return outcome(remap);
@@ -131,14 +134,14 @@ export function decideControl(input: JobControlInput, config: ControlConfig, sol
     const directMs = predict(direct, []);
     if (directMs < delegatedMs * (1 - config.minGain)) {
       const replan = !samePlan(current.pipelines, direct, input.dpSize, config.planner) && directMs < predictedPreviousMs * (1 - config.minGain);
-      if (!replan) return outcome(null, refinementMayGain(input, now, Math.max(keptMs, predictedPreviousMs), config.minGain));
+      if (!replan) return outcome(null, refinementHeadroom(input, now, Math.max(keptMs, predictedPreviousMs), config.minGain));
       return outcome({
         kind, pipelines: direct, delegation: [], links: reasonLinks, predictedPreviousMs, predictedNewMs: directMs, predictedStaticMs, reschedule: true,
         detail: `${describe}: re-planned (${config.planner}), GPU-direct sends (delegation predicted ${delegatedMs.toFixed(0)} ms)`,
       });
     }
   }
-  if (!worthIt && delegationCovers(current.delegation, needed)) return outcome(null, refinementMayGain(input, now, Math.max(keptMs, predictedPreviousMs), config.minGain));
+  if (!worthIt && delegationCovers(current.delegation, needed)) return outcome(null, refinementHeadroom(input, now, Math.max(keptMs, predictedPreviousMs), config.minGain));
   return outcome({
     kind,
     pipelines: worthIt ? planned : current.pipelines,

@@ -14,8 +14,18 @@ import { modelOf } from './pipeline-plans';
  * Pure; O(dp S N log N).
  */
 export function refinementMayGain(input: JobControlInput, delays: number[][], againstMs: number, minGain: number): boolean {
-  if (!Number.isFinite(againstMs)) return true;
+  return refinementHeadroom(input, delays, againstMs, minGain) !== null;
+}
+
+/**
+ * The most a refinement could gain per iteration, ms: `againstMs` less the slowest replica's lower
+ * bound (refinementMayGain), or null when that is within `minGain` (it could switch to nothing).
+ * Infinity when `againstMs` is not finite. The cost gate prices it (refinementMayPay): a gain the
+ * gate would decline whatever plan the refinement finds is not searched for.
+ */
+export function refinementHeadroom(input: JobControlInput, delays: number[][], againstMs: number, minGain: number): number | null {
+  if (!Number.isFinite(againstMs)) return Infinity;
   let bound = 0;
   for (const linkMs of delays) bound = Math.max(bound, iterationLowerBoundMs(modelOf(input, linkMs)));
-  return bound < againstMs * (1 - minGain);
+  return bound < againstMs * (1 - minGain) ? againstMs - bound : null;
 }

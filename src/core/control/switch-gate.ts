@@ -173,3 +173,29 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   const revisitSoon = !take && (decision.kind === 'recovery' ? bound !== undefined : perIteration > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration)));
   return { take, revisitSoon, reason, cost };
 }
+
+/**
+ * Whether the gate could take any plan a refinement might find (pure): one gaining at most
+ * `headroomMs` per iteration (refinementHeadroom: against the lower bound of any plan) and giving
+ * back at most every resource the plan in force holds, for the straggling `keys`, priced exactly as
+ * gateSwitch prices a straggler decision (its expected remaining duration, the recurring price, the
+ * switch and the switch back). False only where gateSwitch would decline every such plan, so a
+ * refinement left out is one that could not have been taken: the bound is strict (switch-gate.spec.ts
+ * checks it against gateSwitch). The exact planner and the search are the daemon's costliest work
+ * (bench:scale-out), and a straggler that the job's history says ends within a few iterations is
+ * not worth searching for. Always true where the gate takes without pricing (cost-aware switching
+ * off, a NIC failure) and where `keys` name a data-parallel link (a re-map is priced otherwise).
+ */
+export function refinementMayPay(headroomMs: number, keys: readonly string[], nicFailure: boolean, config: SwitchCostConfig, ctx: GateContext): boolean {
+  if (!config.costAware || nicFailure || !(headroomMs < Infinity)) return true;
+  if (keys.some((k) => k.startsWith('d:'))) return true;
+  if (!(headroomMs > 0)) return false;
+  const u = config.predictionUncertainty;
+  const resources = ctx.current ? Math.max(0, resourceMsPerIteration(ctx.current, config)) : 0;
+  const perIteration = headroomMs * (1 - u) + resources;
+  const expected = keys.length === 0 ? config.stragglerPriorIterations : Math.max(...keys.map((k) => ctx.history.expectedRemaining(k, ctx.iteration)));
+  let benefitMs = perIteration * Math.max(0, expected - ctx.leadIterations);
+  const duty = Math.max(0, ...keys.map((k) => ctx.history.dutyCycle(k) ?? 0));
+  if (duty > 0) benefitMs = Math.max(benefitMs, (headroomMs * (1 - u) * duty + resources) * Math.max(0, config.stragglerPriorIterations - ctx.leadIterations));
+  return benefitMs > 2 * config.switchCostMs;
+}

@@ -14,7 +14,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { PlanningError, PlanningLane, PlanningPool } from '../planning/planning-pool.service';
 import { SchedulePublisher } from '../publish/schedule-publisher.service';
 import { controlConfigOf } from '../config/control-config-of';
-import { judgeForJob } from './judge-for-job';
+import { judgeForJob, refinementMayPayForJob } from './judge-for-job';
 import { rebalanceForJob, supersede } from './rebalance-for-job';
 import { inSpan } from '../tracing/tracer';
 
@@ -154,7 +154,7 @@ export class ControlService {
     job.evaluated();
     // The first phase's decision is judged at once; a refinement runs only with the plan in force.
     let judged = outcome.decision && this.judge(job, outcome.decision, outcome.predictedCurrentMs, now);
-    const refined = this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none', outcome.refinable !== false);
+    const refined = this.refine(job, input, judged ? (judged.take ? 'taken' : 'declined') : 'none', outcome.refinable !== false && refinementMayPayForJob(job, input, outcome.refinementHeadroomMs, this.config));
     if (refined?.decision) {
       outcome = refined;
       judged = this.judge(job, refined.decision, refined.predictedCurrentMs, now);
@@ -217,7 +217,8 @@ export class ControlService {
       made = pending.outcome;
     }
     const planner = this.config.control.refinePlanner;
-    // Not where a lower bound shows no plan could be worth a switch (refinementMayGain): it would find nothing.
+    // Not where a lower bound shows no plan could be worth a switch (refinementHeadroom), nor where
+    // the cost gate would decline the most it could gain (refinementMayPay): it would find nothing taken.
     if (job.refineDue(links, planner !== 'none' && planner !== this.config.control.planner && mayGain, firstPhase)) this.startRefinement(job, input, links!, version);
     return made;
   }

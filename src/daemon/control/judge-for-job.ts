@@ -1,6 +1,8 @@
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { DecisionRecord } from '../../core/control/decision-record.type';
+import { JobControlInput } from '../../core/control/control-input.type';
 import { judgeDecision } from '../../core/control/judge-decision';
+import { pipelineKey, refinementMayPay } from '../../core/control/switch-gate';
 import { switchCostConfigOf } from '../config/control-config-of';
 import { PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
@@ -32,4 +34,20 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
   // iteration: its verdict changes with its age, not with each report of the same iteration.
   if (verdict.revisitSoon) job.requestEvaluationAt(job.progress.maxIteration + 1);
   return verdict;
+}
+
+/**
+ * Whether a refinement for the job's straggling links could be taken at all (core
+ * refinementMayPay), with the context judgeForJob gives the gate: the job's cost knobs, history,
+ * lead and plan in force. `headroomMs`: ControlOutcome.refinementHeadroomMs (absent: Infinity).
+ */
+export function refinementMayPayForJob(job: JobRuntime, input: JobControlInput, headroomMs: number | undefined, config: PipemorphConfig): boolean {
+  const stragglers = input.links.filter((l) => l.straggler);
+  return refinementMayPay(
+    headroomMs ?? Infinity,
+    stragglers.map((l) => pipelineKey(l.dp, l.link)),
+    stragglers.some((l) => l.nicFailure),
+    job.overrides.effective?.switchCost ?? switchCostConfigOf(config),
+    { iteration: job.progress.maxIteration, leadIterations: 1 + switchLead(job, {}, config), migrationMs: 0, history: job.stragglers, current: job.planInForce() },
+  );
 }

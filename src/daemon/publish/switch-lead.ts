@@ -9,7 +9,7 @@ import { JobRuntime } from '../jobs/job-runtime';
  * late ("late") gets there, plus `remap.extraLeadIterations` for a re-map (moved ranks load
  * another stage first), and `rebalance.extraLeadIterations` for a re-balance. The publisher, the cost gate and `pipemorph replay` count it alike.
  */
-export function switchLead(job: JobRuntime, decision: ControlDecision, config: Pick<PipemorphConfig, 'handshake' | 'remap'> & Partial<Pick<PipemorphConfig, 'rebalance'>>): number {
+export function switchLead(job: JobRuntime, decision: Pick<ControlDecision, 'topology' | 'layers'>, config: Pick<PipemorphConfig, 'handshake' | 'remap'> & Partial<Pick<PipemorphConfig, 'rebalance'>>): number {
   const { minLeadIterations, leadMs } = config.handshake;
   const iterationMs = job.progress.iterationMs;
   const base = iterationMs > 0 ? Math.max(minLeadIterations, Math.ceil(leadMs / iterationMs)) : minLeadIterations;
