@@ -34,41 +34,6 @@ afterAll(async () => {
   await redisCluster?.stop();
 });
 
-it('reads many jobs in one pipeline per master and sends the acknowledgements of one turn together, each settled by its own reply', async () => {
-  const store = new RedisJobStore(cluster as unknown as Redis, cluster as unknown as Redis);
-  const ids = await redisCluster.jobIdsOnDistinctMasters('batched-job', 3);
-  const more = Array.from({ length: 9 }, (_, k) => `batched-more-${k}`);
-  const streams = [...ids, ...more].map((id) => jobKeys(id).reports);
-  for (const stream of streams) {
-    await store.ensureGroup(stream, 'g');
-    await cluster.xadd(stream, '*', 'm', '1');
-    await cluster.xadd(stream, '*', 'm', '2');
-  }
-  const pipelines = jest.spyOn(cluster, 'pipeline');
-  const read = await store.readNew(streams, 'g', 'c', 10, 0);
-  expect(read.failed).toEqual([]);
-  expect(read.batches.map((b) => b.stream).sort()).toEqual([...streams].sort());
-  expect(pipelines.mock.calls.length).toBeLessThanOrEqual(3);
-  pipelines.mockClear();
-  // One turn: every batch's acknowledgement, plus one naming a key that is no stream (fails alone: WRONGTYPE).
-  await cluster.set(jobKeys('batched-wrong-type').reports, 'x');
-  const acked = read.batches.map((b) => store.ack(b.stream, 'g', b.entries.map((e) => e.id)));
-  const broken = store.ack(jobKeys('batched-wrong-type').reports, 'g', ['1-1']);
-  await Promise.all(acked);
-  await expect(broken).rejects.toThrow(/WRONGTYPE/);
-  expect(pipelines.mock.calls.length).toBeLessThanOrEqual(3);
-  for (const stream of streams) expect(((await cluster.xpending(stream, 'g')) as [number])[0]).toBe(0);
-  // Twin: acknowledgements awaited one by one go one pipeline each (what the ingest did before it stopped awaiting them).
-  for (const stream of streams) await cluster.xadd(stream, '*', 'm', '3');
-  const again = await store.readNew(streams, 'g', 'c', 10, 0);
-  pipelines.mockClear();
-  for (const b of again.batches) await store.ack(b.stream, 'g', b.entries.map((e) => e.id));
-  expect(pipelines.mock.calls.length).toBe(streams.length);
-  pipelines.mockRestore();
-  // The streams are no job's: the orphan scan below must not find them.
-  for (const key of [...streams, jobKeys('batched-wrong-type').reports]) await cluster.del(key);
-});
-
 it('runs every store operation on one slot: transactions, scripts, per-job reads and the orphan scan across all masters', async () => {
   const store = new RedisJobStore(cluster as unknown as Redis, cluster as unknown as Redis);
   const ids = await redisCluster.jobIdsOnDistinctMasters('store-job', 3);

@@ -344,8 +344,7 @@ export class IngestService {
       const current = this.registry.get(job.jobId) ?? job; // a registered marker may have replaced the runtime
       const ids = entries.map((e) => e.id);
       if (!(evaluate || current.needsEvaluation)) {
-        // Not awaited: the pass's acknowledgements go out together (RedisJobStore.ack), in flight until then.
-        this.afterDecision(stream, Promise.resolve(), ids);
+        await this.store.ack(stream, this.config.ingest.consumerGroup, ids);
         return;
       }
       // The decision runs beside the loop (ControlService.trigger), so a slow plan does not delay
@@ -355,7 +354,7 @@ export class IngestService {
     });
   }
 
-  /** Acknowledges `ids` once `decided` settles (already settled: at once); the stream counts as in flight until then (no claims). */
+  /** Acknowledges `ids` once `decided` settles; the stream counts as in flight until then (no claims). */
   private afterDecision(stream: string, decided: Promise<void>, ids: string[]): void {
     this.inFlight.set(stream, (this.inFlight.get(stream) ?? 0) + 1);
     const ack: Promise<void> = decided

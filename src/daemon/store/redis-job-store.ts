@@ -1,5 +1,4 @@
 import Redis, { Cluster } from 'ioredis';
-import calculateSlot from 'cluster-key-slot';
 import { Clock } from '../../core/clock/clock.type';
 import { ControlEvent, PublishedSchedule, Registration } from '../../protocol/protocol-v1.type';
 import { JOBS_INDEX, jobKeys, MESSAGE_FIELD, REPLICAS_INDEX } from '../../protocol/redis-keys';
@@ -60,8 +59,6 @@ export class RedisJobStore implements JobStore {
   private readonly redis: ScriptedRedis;
   /** A Redis Cluster client (typed as Redis by the module): no command may name keys of two slots. */
   private readonly cluster: Cluster | null;
-  /** Acknowledgements waiting for this turn's pipeline (ack). */
-  private acks: Array<{ stream: string; group: string; ids: readonly string[]; resolve(): void; reject(error: Error): void }> = [];
 
   constructor(commands: Redis, private readonly blocking: Redis, private readonly clock: Clock = new SystemClock()) {
     this.redis = commands as ScriptedRedis;
@@ -113,9 +110,9 @@ export class RedisJobStore implements JobStore {
     if (streams.length === 0) return { batches: [], failed: [] };
     // One read per stream, each naming one job's keys only (one hash slot, as Redis Cluster needs):
     // a stream that fails (deleted, wrong type) fails alone. Pipelined on one server; on a cluster
-    // pipelined per master (readPerMaster).
+    // sent concurrently, since a cluster pipeline must stay on one node.
     const replies: Array<[Error | null, unknown]> = this.cluster
-      ? await this.readPerMaster(streams, group, consumer, count)
+      ? (await Promise.allSettled(streams.map((stream) => this.blocking.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>')))).map((r) => (r.status === 'fulfilled' ? [null, r.value] : [r.reason as Error, null]))
       : await (() => {
           const pipeline = this.blocking.pipeline();
           for (const stream of streams) pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>');
@@ -146,77 +143,13 @@ export class RedisJobStore implements JobStore {
     }
   }
 
-  /**
-   * The cluster's reads, one pipeline per master (pipelinePerMaster): a command sent alone cost the
-   * daemon about twice the CPU of one in a pipeline (26 against 12 µs on 120 empty streams, 3
-   * masters), and the ingest polls every stream 20 times a second.
-   */
-  private readPerMaster(streams: readonly string[], group: string, consumer: string, count: number): Promise<Array<[Error | null, unknown]>> {
-    return this.pipelinePerMaster(this.blocking, streams, (stream) => stream, (pipeline, stream) => pipeline.xreadgroup('GROUP', group, consumer, 'COUNT', count, 'STREAMS', stream, '>'));
-  }
-
-  /**
-   * One command per item (naming the key `keyOf` gives), pipelined: on one server in one pipeline; on a cluster in one pipeline per
-   * master (a cluster pipeline must stay on one node), the pipelines sent concurrently. Replies in
-   * the order of `keys`, each [error, reply]: one key's failure is its own. Safe under a moved slot
-   * for commands that are not read-only (XREADGROUP, XACK): ioredis re-sends a cluster pipeline only
-   * when every command in it failed with the same redirection, so no entry is delivered twice or
-   * dropped; otherwise each failed command fails alone and is tried again by its caller. A key
-   * whose slot has no known master yet (slots not loaded) goes in a pipeline of its own.
-   */
-  private async pipelinePerMaster<T>(client: Redis, items: readonly T[], keyOf: (item: T) => string, add: (pipeline: ReturnType<Redis['pipeline']>, item: T) => void): Promise<Array<[Error | null, unknown]>> {
-    const groups = new Map<string, number[]>();
-    const slots = this.cluster ? (client as unknown as Cluster).slots : null;
-    items.forEach((item, k) => {
-      const master = slots ? (slots[calculateSlot(keyOf(item))]?.[0] ?? `alone:${k}`) : 'one';
-      const ks = groups.get(master);
-      if (ks) ks.push(k);
-      else groups.set(master, [k]);
-    });
-    const replies = new Array<[Error | null, unknown]>(items.length);
-    await Promise.all(
-      [...groups.values()].map(async (ks) => {
-        const pipeline = client.pipeline();
-        for (const k of ks) add(pipeline, items[k]);
-        try {
-          const result = (await pipeline.exec()) ?? [];
-          ks.forEach((k, i) => (replies[k] = result[i] ?? [new Error('no reply in the pipeline'), null]));
-        } catch (error) {
-          for (const k of ks) replies[k] = [error as Error, null];
-        }
-      }),
-    );
-    return replies;
-  }
-
   async claimIdle(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]> {
     const reply = (await this.redis.xautoclaim(stream, group, consumer, minIdleMs, '0-0', 'COUNT', count)) as [string, Array<RawEntry | null>, string[]?];
     return (reply[1] ?? []).filter((e): e is RawEntry => e !== null).map(([id, fields]) => ({ id, message: messageOf(fields) }));
   }
 
-  /**
-   * Acknowledgements are sent together: those asked for in the same turn of the event loop go in
-   * one pipeline (one per master on a cluster; pipelinePerMaster), each promise settled by its own
-   * reply. One XACK per batch was the ingest's largest single cost after its reads (a socket write
-   * each; bench:scale-out's profile: 8% of a replica's CPU).
-   */
-  ack(stream: string, group: string, ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      this.acks.push({ stream, group, ids, resolve, reject });
-      if (this.acks.length === 1) setImmediate(() => void this.flushAcks());
-    });
-  }
-
-  private async flushAcks(): Promise<void> {
-    const acks = this.acks;
-    this.acks = [];
-    const replies = await this.pipelinePerMaster(this.redis, acks, (a) => a.stream, (pipeline, a) => pipeline.xack(a.stream, a.group, ...a.ids));
-    acks.forEach((a, k) => {
-      const [error] = replies[k];
-      if (error) a.reject(error);
-      else a.resolve();
-    });
+  async ack(stream: string, group: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.redis.xack(stream, group, ...ids);
   }
 
   async delivered(stream: string, group: string, maxEntries: number): Promise<StreamEntry[]> {
