@@ -5,6 +5,7 @@ import { Hysteresis } from './hysteresis';
 import { LearnedBaseline } from './learned-baseline';
 import { medianInPlace } from './median-select';
 import { NominalNetwork } from './pipeline-link-tracker';
+import { entrySamples } from './entry-samples';
 import { SlidingWindow } from './sliding-window';
 
 /** Fewer links than this give no meaningful "typical" data-parallel link. */
@@ -290,8 +291,7 @@ export class DataParallelLinkTracker {
   /** Samples that size a straggler: those that made it and those since, up to the newest enterAfter. */
   private recentCount(link: DataParallelLink): number {
     const k = this.config.enterAfter;
-    const young = link.hysteresis.active && link.sinceEntry < k;
-    return young ? Math.max(1, Math.min(k, link.entryRun + link.sinceEntry)) : k;
+    return link.hysteresis.active && link.sinceEntry < k ? entrySamples(link.entryRun, link.sinceEntry, k) : k;
   }
 
   private refreshInterval(): number {

@@ -3,6 +3,7 @@ import { FleetLinkPrior, LinkError, LinkObservation, PipelineLinkState, Pipeline
 import { ChanceRuns } from './chance-runs';
 import { Hysteresis } from './hysteresis';
 import { LinkEstimator } from './link-estimator';
+import { entrySamples } from './entry-samples';
 import { medianInPlace } from './median-select';
 
 /** Activations go down the pipeline (reported by the upstream rank), gradients up (by the downstream rank). */
@@ -78,7 +79,7 @@ class Direction {
    */
   recentCount(enterAfter: number): number {
     if (!this.hysteresis.active) return enterAfter;
-    if (this.sinceEntry < enterAfter) return Math.max(1, Math.min(enterAfter, this.entryRun + this.sinceEntry));
+    if (this.sinceEntry < enterAfter) return entrySamples(this.entryRun, this.sinceEntry, enterAfter);
     return Math.min(this.estimator.windowCapacity, Math.max(enterAfter, this.spell));
   }
 
