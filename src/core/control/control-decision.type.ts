@@ -48,7 +48,7 @@ export interface ControlOutcome {
   predictedStaticMs: number;
   /**
    * False when no decision was made for straggling links and a lower bound shows that no planner
-   * could find a plan worth switching to (refinementMayGain): the refinement is not run. Absent: may gain.
+   * could find a plan worth switching to (refinementHeadroom is null): the refinement is not run. Absent: may gain.
    */
   refinable?: boolean;
   /**

@@ -26,7 +26,7 @@ function afterFirstPhase(input: JobControlInput) {
   return { inForce, again: decideControl(inForce, adaptive) };
 }
 
-describe('refinementMayGain (through decideControl)', () => {
+describe('refinementHeadroom (through decideControl)', () => {
   it('is sound: where it says no refinement could gain, the search (the refining planner) switches to nothing', () => {
     let bounded = 0;
     let refined = 0;
