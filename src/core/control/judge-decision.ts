@@ -54,6 +54,8 @@ export interface JudgeContext {
   current?: GateContext['current'];
   /** The straggler keys the plan in force was made for (GateContext.answeredKeys). */
   answeredKeys?: readonly string[];
+  /** Straggler keys through a suspect the fleet named (GateContext.fleetNamed). */
+  fleetNamed?: GateContext['fleetNamed'];
 }
 
 /**
@@ -63,7 +65,7 @@ export interface JudgeContext {
  */
 export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; record: DecisionRecord } {
   const verdict = gateSwitch(decision, config, {
-    iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history, current: ctx.current, answeredKeys: ctx.answeredKeys,
+    iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history, current: ctx.current, answeredKeys: ctx.answeredKeys, fleetNamed: ctx.fleetNamed,
   });
   const exempt = decision.kind === 'initial' || decision.kind === 'nic-failure';
   const paused = ctx.paused && !exempt;

@@ -56,10 +56,10 @@ describe('refinementMayPay (issue 32: the refinement is searched for only where 
         fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 30 }),
         fc.double({ min: 0, max: 80, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }),
         fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 2, maxLength: 4 }), fc.integer({ min: 0, max: 4 }),
-        fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 2, maxLength: 4 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 6 }),
-        (on, off, episodes, age, headroomMs, share, warmNow, delegatedNow, warmNew, delegatedNew, lead) => {
+        fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 2, maxLength: 4 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 6 }), fc.boolean(),
+        (on, off, episodes, age, headroomMs, share, warmNow, delegatedNow, warmNew, delegatedNew, lead, fleetNamed) => {
           const { h, now } = history(on, off, episodes, age);
-          const ctx: GateContext = { iteration: now, leadIterations: lead, migrationMs: 0, history: h, current: plan(warmNow, delegatedNow) };
+          const ctx: GateContext = { iteration: now, leadIterations: lead, migrationMs: 0, history: h, current: plan(warmNow, delegatedNow), ...(fleetNamed ? { fleetNamed: (k: string) => k === KEY } : {}) };
           const mayPay = refinementMayPay(headroomMs, [KEY], false, config, ctx);
           const verdict = gateSwitch(refined(600, headroomMs * share, plan(warmNew, delegatedNew)), config, ctx);
           if (!mayPay) {
@@ -105,5 +105,18 @@ describe('refinementMayPay (issue 32: the refinement is searched for only where 
     expect(refinementMayPay(1, [KEY], false, { ...config, costAware: false }, ctx)).toBe(true);
     expect(refinementMayPay(Infinity, [KEY], false, config, ctx)).toBe(true);
     expect(refinementMayPay(0, [KEY], false, config, ctx)).toBe(false);
+  });
+
+  it('a straggler on a link the fleet named (a bad NIC other jobs see) is searched for and switched for, whatever the job\'s short spells say', () => {
+    const { h, now } = shortElsewhere(1);
+    const named: GateContext = { iteration: now, leadIterations: 3, migrationMs: 0, history: h, current: plan([3, 2, 1, 0], 2), fleetNamed: (k) => k === KEY };
+    expect(refinementMayPay(20, [KEY], false, config, named)).toBe(true);
+    const verdict = gateSwitch(refined(600, 20, plan([3, 2, 1, 0], 2)), config, named);
+    expect(verdict.take).toBe(true);
+    expect(verdict.cost?.expectedIterations).toBeGreaterThanOrEqual(config.stragglerPriorIterations);
+    // Twin: the fleet names another link; this one is priced by the job's history alone and declined.
+    const elsewhere: GateContext = { ...named, fleetNamed: (k) => k === 'p:0:2' };
+    expect(refinementMayPay(20, [KEY], false, config, elsewhere)).toBe(false);
+    expect(gateSwitch(refined(600, 20, plan([3, 2, 1, 0], 2)), config, elsewhere).take).toBe(false);
   });
 });

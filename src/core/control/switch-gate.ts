@@ -49,6 +49,12 @@ export interface GateContext {
   current?: { pipelines: readonly PipelineGroupPlan[]; delegation: readonly DelegationPlan[] } | null;
   /** The straggler keys the plan in force was made for: a recovery is undone only when one of them comes back. */
   answeredKeys?: readonly string[];
+  /**
+   * Whether a straggler key runs through a suspect the fleet named on other jobs' evidence (a bad
+   * NIC, node pair, boundary or uplink; fleetLinkPrior): its expected duration is then at least the
+   * prior (expectedStragglerRemaining). Absent: the job's own history alone.
+   */
+  fleetNamed?: (key: string) => boolean;
 }
 
 /** The cost side of a decision, as the decision log shows it. */
@@ -112,6 +118,55 @@ export function resourceMsPerIteration(plan: { pipelines: readonly PipelineGroup
 }
 
 /**
+ * How long the stragglers `keys` are expected to last from now, iterations: the plan pays off while
+ * any of them lasts (StragglerHistory.expectedRemaining); the prior with no keys. A key the fleet
+ * names slow (GateContext.fleetNamed) is a fault other jobs see too, not one of this job's bursts,
+ * so it is priced at no less than the prior, whatever the job's history of short spells says.
+ */
+function expectedStragglerRemaining(keys: readonly string[], config: SwitchCostConfig, ctx: GateContext): number {
+  if (keys.length === 0) return config.stragglerPriorIterations;
+  let expected = 0;
+  for (const k of keys) {
+    const own = ctx.history.expectedRemaining(k, ctx.iteration);
+    expected = Math.max(expected, ctx.fleetNamed?.(k) ? Math.max(own, config.stragglerPriorIterations) : own);
+  }
+  return expected;
+}
+
+interface Benefit {
+  /** Discounted gain plus resources given back, ms per iteration. */
+  perIteration: number;
+  benefitMs: number;
+  /** The straggler's duty cycle when its recurring price won (a flapping link); null otherwise. */
+  recurringDuty: number | null;
+}
+
+/**
+ * The benefit side of the gate, one function for gateSwitch and its bound refinementMayPay so the
+ * bound cannot drift from what it bounds: the gain discounted by the uncertainty (a loss is not),
+ * plus the resources given back, over the `expected` iterations after the lead. For a straggler
+ * decision (`keys` not null) that gains, a recurring straggler (a flapping link) is also priced on
+ * its share of slow iterations over the prior's horizon, and the larger price counts: its healthy
+ * gaps are too short for a recovery to pay (expectedHealthyNow), so such a plan stays.
+ */
+function priceBenefit(gainMs: number, resourcesMs: number, expected: number, keys: readonly string[] | null, config: SwitchCostConfig, ctx: GateContext): Benefit {
+  const u = config.predictionUncertainty;
+  const lead = ctx.leadIterations;
+  const perIteration = (gainMs > 0 ? gainMs * (1 - u) : gainMs) + resourcesMs;
+  let benefitMs = perIteration > 0 ? perIteration * Math.max(0, expected - lead) : 0;
+  let recurringDuty: number | null = null;
+  if (keys !== null && gainMs > 0) {
+    const duty = Math.max(0, ...keys.map((k) => ctx.history.dutyCycle(k) ?? 0));
+    const kept = (gainMs * (1 - u) * duty + resourcesMs) * Math.max(0, config.stragglerPriorIterations - lead);
+    if (duty > 0 && kept > benefitMs) {
+      benefitMs = kept;
+      recurringDuty = duty;
+    }
+  }
+  return { perIteration, benefitMs, recurringDuty };
+}
+
+/**
  * Whether a decision is worth its cost (pure): its predicted gain, discounted by the prediction's
  * uncertainty, plus the resources it gives back (delegated ranks, warm-ups held: negative when it
  * takes them), over the iterations it is expected to pay off after its lead, must beat what the
@@ -136,32 +191,15 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
   const keys = decisionKeys(decision);
   const gain = previous - decision.predictedNewMs;
   const resources = ctx.current ? resourceMsPerIteration(ctx.current, config) - resourceMsPerIteration(decision, config) : 0;
-  let expected: number;
-  let what: string;
-  if (decision.kind === 'recovery') {
-    expected = ctx.history.expectedHealthyNow(ctx.iteration, ctx.answeredKeys && ctx.answeredKeys.length > 0 ? ctx.answeredKeys : undefined);
-    what = 'healthy spell';
-  } else {
-    // The plan pays off while any of the stragglers it answers lasts.
-    expected = keys.length === 0 ? config.stragglerPriorIterations : Math.max(...keys.map((k) => ctx.history.expectedRemaining(k, ctx.iteration)));
-    what = 'straggler';
-  }
+  const recovery = decision.kind === 'recovery';
+  const expected = recovery
+    ? ctx.history.expectedHealthyNow(ctx.iteration, ctx.answeredKeys && ctx.answeredKeys.length > 0 ? ctx.answeredKeys : undefined)
+    : expectedStragglerRemaining(keys, config, ctx);
+  const what = recovery ? 'healthy spell' : 'straggler';
   const lead = ctx.leadIterations;
   const u = config.predictionUncertainty;
-  const perIteration = (gain > 0 ? gain * (1 - u) : gain) + resources;
-  let benefitMs = perIteration > 0 ? perIteration * Math.max(0, expected - lead) : 0;
-  // A straggler that recurs (a flapping link) is worth a plan kept through its spells: the gain on
-  // its share of slow iterations, less the resources on every iteration, over the prior's horizon.
-  // Its healthy gaps are too short for a recovery to pay (expectedHealthyNow), so the plan stays.
-  let recurring = '';
-  if (decision.kind !== 'recovery' && gain > 0) {
-    const duty = Math.max(0, ...keys.map((k) => ctx.history.dutyCycle(k) ?? 0));
-    const kept = (gain * (1 - u) * duty + resources) * Math.max(0, config.stragglerPriorIterations - lead);
-    if (duty > 0 && kept > benefitMs) {
-      benefitMs = kept;
-      recurring = ` (recurring: slow ${(100 * duty).toFixed(0)}% of iterations, priced over ${config.stragglerPriorIterations})`;
-    }
-  }
+  const { perIteration, benefitMs, recurringDuty } = priceBenefit(gain, resources, expected, recovery ? null : keys, config, ctx);
+  const recurring = recurringDuty === null ? '' : ` (recurring: slow ${(100 * recurringDuty).toFixed(0)}% of iterations, priced over ${config.stragglerPriorIterations})`;
   const costMs = decision.kind === 'remap' ? config.switchCostMs + ctx.migrationMs : 2 * config.switchCostMs;
   const cost: CostEstimate = { gainMsPerIteration: gain, resourceMsPerIteration: resources, expectedIterations: expected, leadIterations: lead, uncertainty: u, benefitMs, costMs };
   const take = benefitMs > costMs;
@@ -190,12 +228,8 @@ export function refinementMayPay(headroomMs: number, keys: readonly string[], ni
   if (!config.costAware || nicFailure || !(headroomMs < Infinity)) return true;
   if (keys.some((k) => k.startsWith('d:'))) return true;
   if (!(headroomMs > 0)) return false;
-  const u = config.predictionUncertainty;
+  // The most any plan could give back: every resource the plan in force holds.
   const resources = ctx.current ? Math.max(0, resourceMsPerIteration(ctx.current, config)) : 0;
-  const perIteration = headroomMs * (1 - u) + resources;
-  const expected = keys.length === 0 ? config.stragglerPriorIterations : Math.max(...keys.map((k) => ctx.history.expectedRemaining(k, ctx.iteration)));
-  let benefitMs = perIteration * Math.max(0, expected - ctx.leadIterations);
-  const duty = Math.max(0, ...keys.map((k) => ctx.history.dutyCycle(k) ?? 0));
-  if (duty > 0) benefitMs = Math.max(benefitMs, (headroomMs * (1 - u) * duty + resources) * Math.max(0, config.stragglerPriorIterations - ctx.leadIterations));
+  const { benefitMs } = priceBenefit(headroomMs, resources, expectedStragglerRemaining(keys, config, ctx), keys, config, ctx);
   return benefitMs > 2 * config.switchCostMs;
 }

@@ -51,3 +51,26 @@ function covers(s: FleetSuspect, a: FleetRankPlace, b: FleetRankPlace): boolean 
       return false;
   }
 }
+
+/**
+ * Which of a job's straggler keys (StragglerHistory's names: `p:dp:link`, `d:from>to`; compute keys
+ * never) run through a suspect the fleet named on other jobs' evidence, by `prior` (fleetLinkPrior)
+ * and the job's reporting rank at slot (dp, pp) now. The cost gate prices such a straggler at no
+ * less than its prior duration (GateContext.fleetNamed): a bad NIC other jobs see is not one of
+ * this job's short bursts. Pure; O(suspects) per key asked.
+ */
+export function fleetNamedKeys(prior: FleetLinkPriorOf, rankAt: (dp: number, pp: number) => number | undefined): (key: string) => boolean {
+  return (key) => {
+    if (key.startsWith('p:')) {
+      const [dp, link] = key.slice(2).split(':').map(Number);
+      const up = rankAt(dp, link);
+      const down = rankAt(dp, link + 1);
+      return up !== undefined && down !== undefined && prior(up, down) === 'slow';
+    }
+    if (key.startsWith('d:')) {
+      const [from, to] = key.slice(2).split('>').map(Number);
+      return prior(from, to) === 'slow';
+    }
+    return false;
+  };
+}

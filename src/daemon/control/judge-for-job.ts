@@ -28,6 +28,7 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
     overrides: job.overrides.active,
     current: job.planInForce(),
     answeredKeys: job.answeredKeys(),
+    fleetNamed: job.fleetNamed,
   });
   job.decisions.record(verdict.record);
   // A straggler still within the job's history of short ones is decided again at the next
@@ -48,6 +49,6 @@ export function refinementMayPayForJob(job: JobRuntime, input: JobControlInput, 
     stragglers.map((l) => pipelineKey(l.dp, l.link)),
     stragglers.some((l) => l.nicFailure),
     job.overrides.effective?.switchCost ?? switchCostConfigOf(config),
-    { iteration: job.progress.maxIteration, leadIterations: 1 + switchLead(job, {}, config), migrationMs: 0, history: job.stragglers, current: job.planInForce() },
+    { iteration: job.progress.maxIteration, leadIterations: 1 + switchLead(job, {}, config), migrationMs: 0, history: job.stragglers, current: job.planInForce(), fleetNamed: job.fleetNamed },
   );
 }

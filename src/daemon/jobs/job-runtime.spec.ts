@@ -72,6 +72,18 @@ describe('JobRuntime: topology changes', () => {
     expect(job.detector.fleetPriorLinks()).toBe(0);
   });
 
+  it('tells the cost gate which straggler keys run through a fleet suspect, in the layout in force', () => {
+    const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
+    const nicA = (from: number, to: number) => (registration.ranks[from].node === 'a' || registration.ranks[to].node === 'a' ? 'slow' as const : null);
+    expect(job.fleetNamed('p:0:0')).toBe(false); // no prior yet
+    job.setFleetPrior(nicA);
+    expect(job.fleetNamed('p:0:0')).toBe(true); // slot (0,0) rank 0 on node a
+    expect(job.fleetNamed('d:0>4')).toBe(true);
+    expect(job.fleetNamed('d:2>6')).toBe(false);
+    job.setFleetPrior(null);
+    expect(job.fleetNamed('p:0:0')).toBe(false);
+  });
+
   it('hands the links the fleet names slow to the re-map, shrunk to reporting ranks, and drops them with the prior', () => {
     const job = new JobRuntime(registration, 1, DEFAULT_DETECTOR_CONFIG);
     const nicA = (from: number, to: number) => (registration.ranks[from].node === 'a' || registration.ranks[to].node === 'a' ? 'slow' as const : null);

@@ -1,4 +1,4 @@
-import { FleetLinkPriorOf } from '../../core/fleet/fleet-link-prior';
+import { FleetLinkPriorOf, fleetNamedKeys } from '../../core/fleet/fleet-link-prior';
 import { FleetSlowGroup } from '../../core/fleet/fleet-slow-group.type';
 import { JobControlInput, PipelineGroupPlan, TopologyView } from '../../core/control/control-input.type';
 import { DetectorConfig } from '../../core/detect/detector-config.type';
@@ -59,6 +59,7 @@ export class JobRuntime {
   readonly progress = new RankProgress();
   /** Links the fleet names slow around the job (setFleetPrior). */
   private fleetSlow: readonly FleetSlowGroup[] = [];
+  private fleetNamedOf: ((key: string) => boolean) | null = null;
   readonly switching = new SwitchState();
   readonly ingestCounts = new IngestCounters();
   /** Recent link delays, iteration times and versions for the job page, in fixed-size memory. */
@@ -113,10 +114,15 @@ export class JobRuntime {
    */
   setFleetPrior(prior: FleetLinkPriorOf | null, slow: readonly FleetSlowGroup[] = []): void {
     this.layout.setFleetPrior(prior);
+    // Read through the slots in force at the time asked, so a later re-map is seen.
+    this.fleetNamedOf = prior ? fleetNamedKeys(prior, (dp, pp) => this.rankAt.get(`${dp},${pp}`)) : null;
     // Only reporting ranks are placed: the groups shrink to them (they cross to the planning worker).
     const placed = (ranks: number[]) => ranks.filter((r) => this.positionOf.has(r));
     this.fleetSlow = prior ? slow.map((g) => ({ ...g, from: placed(g.from), to: placed(g.to) })).filter((g) => g.from.length > 0 && g.to.length > 0) : [];
   }
+
+  /** Whether a straggler key runs through a suspect the fleet named (GateContext.fleetNamed); false without a fleet prior. */
+  readonly fleetNamed = (key: string): boolean => this.fleetNamedOf !== null && this.fleetNamedOf(key);
 
   /** The reporting ranks (tp 0) at their current slots. */
   get reporting(): readonly RankPosition[] {
