@@ -58,6 +58,14 @@ it('finds the master through Sentinel and follows its failover', async () => {
   r.disconnect();
   for (let k = 0; k < 12; k++) await job.reportIteration();
   job.extra.set('0:2', 40);
-  await iterate(job, () => committedAfter(job, initial.version), 600);
+  // Bounded by time, not by a count of iterations: a loaded CI machine once ran 600 fake
+  // iterations (about 12 s) before the daemon adapted. A daemon that never adapts still fails, and
+  // says what it saw.
+  try {
+    await iterate(job, () => committedAfter(job, initial.version), 3000);
+  } catch (error) {
+    const seen = await Promise.all(['', '/decisions'].map(async (path) => (await fetch(`${daemon!.url}/jobs/sentinel-job${path}`)).text()));
+    throw new Error(`${(error as Error).message}; the daemon's job: ${seen[0].slice(0, 4000)}; its decisions: ${seen[1].slice(0, 4000)}`);
+  }
   expect((await job.committed())!.version).toBeGreaterThan(initial.version);
-}, 120000);
+}, 150000);
