@@ -63,7 +63,7 @@ export interface JudgeContext {
  * both end here): the cost gate, then the record the decision log keeps. A decision that is not
  * taken leaves what runs in force; the loop decides again as the straggler ages.
  */
-export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; revisitAt?: number; record: DecisionRecord } {
+export function judgeDecision(decision: ControlDecision, predictedCurrentMs: number | null, config: SwitchCostConfig, ctx: JudgeContext): { take: boolean; revisitSoon: boolean; record: DecisionRecord } {
   const verdict = gateSwitch(decision, config, {
     iteration: ctx.iteration, leadIterations: ctx.leadIterations, migrationMs: ctx.migrationMs, history: ctx.history, current: ctx.current, answeredKeys: ctx.answeredKeys, fleetNamed: ctx.fleetNamed,
   });
@@ -89,6 +89,5 @@ export function judgeDecision(decision: ControlDecision, predictedCurrentMs: num
     repeats: 1,
     firstIteration: ctx.iteration,
   };
-  const revisitSoon = verdict.revisitSoon && !paused;
-  return { take, revisitSoon, ...(revisitSoon && verdict.revisitAt !== undefined ? { revisitAt: verdict.revisitAt } : {}), record };
+  return { take, revisitSoon: verdict.revisitSoon && !paused, record };
 }

@@ -81,13 +81,6 @@ export interface GateVerdict {
    * worth a switch at once.
    */
   revisitSoon: boolean;
-  /**
-   * With revisitSoon: the iteration to decide again at. A straggler's is the next one (its size
-   * may grow meanwhile, with no flip to step on). A recovery's is the first at which the gate
-   * would take it, the healthy spell aging as nothing else changes (firstRecoveryTake): in
-   * between, the verdict is the same, so stepping every iteration only spent CPU (bench:scale-out).
-   */
-  revisitAt?: number;
   /** One sentence: why taken or declined. */
   reason: string;
   cost: CostEstimate | null;
@@ -216,30 +209,7 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
     : `declined: gain ${gain.toFixed(1)} ms/iteration${priced} over an expected ${fmt(expected)}-iteration ${what}${recurring}, after ${lead} lead iterations (${fmt(benefitMs)} ms), does not beat its cost (${fmt(costMs)} ms)`;
   // A declined recovery under a bound is asked again at the next iteration, so the bound holds to the iteration.
   const revisitSoon = !take && (decision.kind === 'recovery' ? bound !== undefined : perIteration > 0 && keys.some((k) => ctx.history.withinHistory(k, ctx.iteration)));
-  if (!revisitSoon) return { take, revisitSoon, reason, cost };
-  const revisitAt = recovery ? firstRecoveryTake(gain, resources, costMs, bound!, config, ctx) : ctx.iteration + 1;
-  return { take, revisitSoon, revisitAt, reason, cost };
-}
-
-/**
- * The first iteration after `ctx.iteration` at which gateSwitch takes a recovery it declines now,
- * if the job stays healthy and nothing else changes: where its healthy spell has aged enough for
- * the expected healthy time to pay (expectedHealthyNow), or where the stragglers it answers have
- * been healthy `bound` iterations, whichever comes first. The history only changes at a control
- * step, and a step comes with any straggler flip, so until then this is exactly the iteration at
- * which stepping every iteration would have taken it (switch-gate.spec.ts steps beside it).
- * O(bound x episodes kept).
- */
-function firstRecoveryTake(gainMs: number, resourcesMs: number, costMs: number, bound: number, config: SwitchCostConfig, ctx: GateContext): number {
-  const keys = ctx.answeredKeys && ctx.answeredKeys.length > 0 ? ctx.answeredKeys : undefined;
-  const healthy = ctx.history.healthyFor(ctx.iteration, ctx.answeredKeys);
-  // The bound's iteration (at once when some answered key is still open: its flip steps anyway).
-  const byBound = healthy > 0 && Number.isFinite(healthy) ? ctx.iteration + Math.max(1, bound - healthy) : ctx.iteration + bound;
-  for (let at = ctx.iteration + 1; at < byBound; at++) {
-    const expected = ctx.history.expectedHealthyNow(at, keys);
-    if (priceBenefit(gainMs, resourcesMs, expected, null, config, ctx).benefitMs > costMs) return at;
-  }
-  return byBound;
+  return { take, revisitSoon, reason, cost };
 }
 
 /**

@@ -32,9 +32,8 @@ export function judgeForJob(job: JobRuntime, decision: ControlDecision, predicte
   });
   job.decisions.record(verdict.record);
   // A straggler still within the job's history of short ones is decided again at the next
-  // iteration, a recovery under its bound at the first iteration the gate would take it: their
-  // verdicts change with age, not with each report of the same iteration.
-  if (verdict.revisitSoon) job.requestEvaluationAt(verdict.revisitAt ?? job.progress.maxIteration + 1);
+  // iteration: its verdict changes with its age, not with each report of the same iteration.
+  if (verdict.revisitSoon) job.requestEvaluationAt(job.progress.maxIteration + 1);
   return verdict;
 }
 
