@@ -106,6 +106,18 @@ export function computeKey(rank: number): string {
   return `c:${rank}`;
 }
 
+/** What a straggler key names (the inverse of pipelineKey, dataParallelKey and computeKey); null for any other string. */
+export type StragglerKeyParts = { kind: 'pipeline'; dp: number; link: number } | { kind: 'dataParallel'; fromRank: number; toRank: number } | { kind: 'compute'; rank: number };
+
+export function parseStragglerKey(key: string): StragglerKeyParts | null {
+  let m = /^p:(\d+):(\d+)$/.exec(key);
+  if (m) return { kind: 'pipeline', dp: Number(m[1]), link: Number(m[2]) };
+  m = /^d:(\d+)>(\d+)$/.exec(key);
+  if (m) return { kind: 'dataParallel', fromRank: Number(m[1]), toRank: Number(m[2]) };
+  m = /^c:(\d+)$/.exec(key);
+  return m ? { kind: 'compute', rank: Number(m[1]) } : null;
+}
+
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
 
 /** What a plan's resources cost per iteration, ms: its delegated ranks and every warm-up forward it holds. */

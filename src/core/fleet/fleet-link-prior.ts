@@ -1,3 +1,4 @@
+import { parseStragglerKey } from '../control/switch-gate';
 import { FleetLinkPrior } from '../detect/detection.type';
 import { FleetRankPlace } from './job-fleet-evidence';
 import { FleetSuspect, FleetView } from './fleet-view.type';
@@ -61,16 +62,12 @@ function covers(s: FleetSuspect, a: FleetRankPlace, b: FleetRankPlace): boolean 
  */
 export function fleetNamedKeys(prior: FleetLinkPriorOf, rankAt: (dp: number, pp: number) => number | undefined): (key: string) => boolean {
   return (key) => {
-    if (key.startsWith('p:')) {
-      const [dp, link] = key.slice(2).split(':').map(Number);
-      const up = rankAt(dp, link);
-      const down = rankAt(dp, link + 1);
+    const named = parseStragglerKey(key);
+    if (named?.kind === 'pipeline') {
+      const up = rankAt(named.dp, named.link);
+      const down = rankAt(named.dp, named.link + 1);
       return up !== undefined && down !== undefined && prior(up, down) === 'slow';
     }
-    if (key.startsWith('d:')) {
-      const [from, to] = key.slice(2).split('>').map(Number);
-      return prior(from, to) === 'slow';
-    }
-    return false;
+    return named?.kind === 'dataParallel' && prior(named.fromRank, named.toRank) === 'slow';
   };
 }
