@@ -1,5 +1,8 @@
 import { DEFAULT_CONTROL_CONFIG } from '../control/control-config.type';
-import { initialPipelines, predictMs, replicaDelays } from '../control/pipeline-plans';
+import { JobControlInput, PipelineGroupPlan } from '../control/control-input.type';
+import { decideControl } from '../control/job-controller';
+import { initialPipelines, modelOf, planRequestFor, predictMs, replicaDelays } from '../control/pipeline-plans';
+import { planPipeline } from '../planner/plan';
 import { decideRebalance } from './decide-rebalance.planner';
 import { RebalanceConfig } from './rebalance-config.type';
 import { rebalanceScenario } from './rebalance-scenario.util';
@@ -54,5 +57,39 @@ describe('decideRebalance', () => {
     // With 131.5 GB the last stage (1 microbatch in flight) can take a 13th layer: the slow stage gives it one.
     const roomier = decideRebalance(job({ stateBytes: 10e9, deviceBytes: 131.5e9 }), { ...CONFIG, minGain: 0 }, CONTROL);
     expect(roomier.split).toEqual([12, 12, 12, 11, 12, 12, 12, 13]);
+  });
+});
+
+describe('decideRebalance plans each split as the control step would', () => {
+  // Link 2 runs 6 ms over its baseline on the newest samples without straggling (noise): the planner
+  // would add slackness for it, the control step keeps the initial plan of a job with no straggler.
+  const noisy = () => {
+    const input = job();
+    return { ...input, control: { ...input.control, links: input.control.links.map((l) => (l.link === 2 ? { ...l, extraMs: 6 } : l)) } };
+  };
+  /** The control input of the job once it runs `split` with `pipelines` (the scenario's memory arithmetic: 80 GB, 2 GB state and 0.1 GB activations per layer). */
+  const runningSplit = (input: ReturnType<typeof noisy>, split: number[], times: { fMs: number[]; bMs: number[]; wMs: number[] }, pipelines: PipelineGroupPlan[]): JobControlInput => {
+    const caps = split.map((layers) => Math.max(1, Math.min(32, Math.floor((80e9 - layers * 2e9) / (layers * 1e8)))));
+    return { ...input.control, ...times, deviceCaps: caps, hostCaps: caps, current: { pipelines, delegation: [] } };
+  };
+
+  it('with no link straggling, the new split runs its initial plan: no recovery follows the re-balance', () => {
+    const input = noisy();
+    const out = decideRebalance(input, CONFIG, CONTROL);
+    expect(out.take).toBe(true);
+    const after = runningSplit(input, out.split!, out.stageTimes!, out.pipelines!);
+    expect(out.pipelines).toEqual(initialPipelines(after));
+    expect(decideControl(after, CONTROL).decision).toBeNull();
+  });
+
+  it('twin: the planner\'s own plan for the same split is undone by a recovery at the next control step', () => {
+    const input = noisy();
+    const out = decideRebalance(input, CONFIG, CONTROL);
+    const base = runningSplit(input, out.split!, out.stageTimes!, []);
+    const worst = replicaDelays(base).now[0];
+    const model = modelOf(base, worst);
+    const planned = planPipeline(model, planRequestFor(model, base, CONTROL));
+    const twin = runningSplit(input, out.split!, out.stageTimes!, [{ dpReplicas: [0], warmup: planned.warmup, schedule: planned.run.order }]);
+    expect(decideControl(twin, CONTROL).decision?.kind).toBe('recovery');
   });
 });

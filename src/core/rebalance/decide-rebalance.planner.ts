@@ -1,8 +1,6 @@
 import { ControlConfig, DEFAULT_TRANSPORT_CONFIG } from '../control/control-config.type';
 import { JobControlInput, PipelineGroupPlan } from '../control/control-input.type';
-import { modelOf, planRequestFor, predictMs, replicaDelays } from '../control/pipeline-plans';
-import { linkTransportOf } from '../control/link-transport';
-import { planPipeline } from '../planner/plan';
+import { initialPipelines, plannedPipelines, predictMs, replicaDelays } from '../control/pipeline-plans';
 import { MilpSolver } from '../planner/optimal-planner';
 import { bestSplit } from './best-split.planner';
 import { layerMoves } from './layer-moves.util';
@@ -17,7 +15,11 @@ const fmt = (ms: number) => ms.toFixed(1);
  * Whether to move layers away from slow ranks, and where (pure). The split search (bestSplit)
  * ranks contiguous splits by an estimate; its best `refineCandidates` are planned as today (the
  * configured planner's warm-up counts and schedule for every replica, with the delegation in
- * force) and priced by the simulator, as is re-planning alone on the split in force. The best
+ * force) and priced by the simulator, as is re-planning alone on the split in force. Each split
+ * is planned as the control step would plan it (decideControl): the initial plan when no pipeline
+ * link straggles, the planner's plan for the straggling replicas otherwise. A re-balance that
+ * published any other plan would be undone by the control step's next "recovery" a few iterations
+ * later: a second switch, a second version, for nothing (bench:outside, compute noise 25%). The best
  * split is taken only when its predicted iteration time plus the handoff amortised over the
  * straggler's expected remaining iterations beats re-planning alone by `minGain`.
  */
@@ -29,8 +31,7 @@ export function decideRebalance(input: RebalanceInput, config: RebalanceConfig, 
   const transport = control.transport ?? DEFAULT_TRANSPORT_CONFIG;
   const delegation = job.current?.delegation ?? [];
   const { now } = replicaDelays(job);
-  const worst = now[0].map((_, l) => Math.max(...now.map((d) => d[l])));
-  const all = Array.from({ length: job.dpSize }, (_, dp) => dp);
+  const stragglers = job.links.filter((l) => l.straggler && l.dp < job.dpSize && l.link < S - 1);
 
   const sums = (split: readonly number[]) => {
     const out = { f: [] as number[], b: [] as number[], w: [] as number[], state: [] as number[], acts: [] as number[] };
@@ -60,9 +61,8 @@ export function decideRebalance(input: RebalanceInput, config: RebalanceConfig, 
     return { ...job, fMs: t.f, bMs: t.b, wMs: t.w, deviceCaps, hostCaps: room.map((r, s) => Math.max(deviceCaps[s], inflight(r + input.hostBytes, t.acts[s]))) };
   };
   const plan = (splitInput: JobControlInput): { pipelines: PipelineGroupPlan[]; ms: number } => {
-    const model = modelOf(splitInput, worst, linkTransportOf(splitInput, 0, delegation, transport));
-    const planned = planPipeline(model, planRequestFor(model, splitInput, control, solver));
-    const pipelines = [{ dpReplicas: all, warmup: planned.warmup, schedule: planned.run.order }];
+    const initial = initialPipelines(splitInput);
+    const pipelines = stragglers.length === 0 ? initial : plannedPipelines(splitInput, stragglers, now, initial, control, delegation, solver);
     return { pipelines, ms: predictMs(splitInput, pipelines, now, delegation, transport) };
   };
 

@@ -406,7 +406,7 @@ export class JobRuntime {
     const registered = this.spec.registration.computeMs;
     // Measured (and registered) times are as under the registered split of the layers: scaled to the split in force.
     const pick = (measured: number[], given: readonly number[] | undefined, i: number) => (Number.isFinite(measured[i]) ? measured[i] : given ? given[i] : 1) * this.splits.inForceRatio(i);
-    const caps = this.spec.caps();
+    const caps = this.spec.caps(this.splits.inForce);
     return {
       stages: S,
       microbatches: this.spec.microbatches,

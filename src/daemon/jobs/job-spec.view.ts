@@ -59,15 +59,41 @@ export class JobSpecView {
     return this.registration.ranks;
   }
 
-  /** Per stage: activations that fit on the device, and on device plus host once delegation offloads them. */
-  caps(): { device: number[]; host: number[] } {
+  /**
+   * Per stage: activations that fit on the device, and on device plus host once delegation offloads
+   * them, for the registered split of the layers or for `split` (a re-balance's; docs/rebalancing.md):
+   * a stage given more layers holds more state and more activations per microbatch, so fewer fit.
+   * The moved split is priced exactly as decideRebalance priced it, so the plan it published is the
+   * plan the control step finds right, not one it undoes with a "recovery" a few iterations later.
+   */
+  caps(split?: readonly number[] | null): { device: number[]; host: number[] } {
     const { deviceBytes, activationBytes, hostBytes } = this.registration.memory;
     const n = this.registration.microbatches;
-    const activationsIn = (bytes: number, i: number) => (activationBytes[i] > 0 ? Math.max(1, Math.min(n, Math.floor(bytes / activationBytes[i]))) : n);
-    return {
-      device: deviceBytes.map((bytes, i) => activationsIn(bytes, i)),
-      host: deviceBytes.map((bytes, i) => Math.max(activationsIn(bytes, i), activationsIn(bytes + hostBytes, i))),
+    const activationsIn = (bytes: number, acts: number) => (acts > 0 ? Math.max(1, Math.min(n, Math.floor(bytes / acts))) : n);
+    const layers = this.registration.layers;
+    const moved = layers && split && split.length === this.stages && split.join(',') !== layers.perStage.join(',');
+    if (!moved) {
+      return {
+        device: deviceBytes.map((bytes, i) => activationsIn(bytes, activationBytes[i])),
+        host: deviceBytes.map((bytes, i) => Math.max(activationsIn(bytes, activationBytes[i]), activationsIn(bytes + hostBytes, activationBytes[i]))),
+      };
+    }
+    const sum = (values: readonly number[], perStage: readonly number[], s: number) => {
+      const first = perStage.slice(0, s).reduce((a, b) => a + b, 0);
+      let total = 0;
+      for (let l = first; l < first + perStage[s]; l++) total += values[l];
+      return total;
     };
+    const device: number[] = [];
+    const host: number[] = [];
+    for (let s = 0; s < this.stages; s++) {
+      // The registered room plus the state of the registered layers is the device; the moved split's state comes off it.
+      const room = Math.max(0, deviceBytes[s] + sum(layers.stateBytes, layers.perStage, s) - sum(layers.stateBytes, split, s));
+      const acts = sum(layers.activationBytes, split, s);
+      device.push(activationsIn(room, acts));
+      host.push(Math.max(device[s], activationsIn(room + hostBytes, acts)));
+    }
+    return { device, host };
   }
 
   /** The all-reduce as the registration describes it (null without `dataParallel`). */
