@@ -38,6 +38,22 @@ const ELSEWHERE: Record<string, string[]> = {
 /** Blocks in docs/benchmarks.md as well as elsewhere. */
 const ALSO_IN_BENCHMARKS = ['prediction-kinds', 'detection-real', 'chaos-scale'];
 
+/** Lines of `text` that measure something outside a marked block: a "Measured at commit" line between blocks, a closing marker with no open block. */
+function orphanedMeasurements(text: string): string[] {
+  const out: string[] = [];
+  let open: string | null = null;
+  text.split('\n').forEach((line, i) => {
+    const start = /<!-- bench:([\w-]+) -->/.exec(line);
+    const end = /<!-- \/bench:([\w-]+) -->/.exec(line);
+    if (start) open = start[1];
+    else if (end) {
+      if (open !== end[1]) out.push(`line ${i + 1}: ${line.trim()} closes no open block`);
+      open = null;
+    } else if (open === null && line.includes('Measured at commit')) out.push(`line ${i + 1}: ${line.slice(line.indexOf('Measured at commit')).trim()}`);
+  });
+  return out;
+}
+
 /** A copy of bench/results without `file` (a results file missing). */
 function resultsWithout(file: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'pipemorph-results-'));
@@ -174,6 +190,13 @@ describe('benchmark tables', () => {
     const tampered = readme.slice(0, start) + readme.slice(start).replace(/(\d+)\.(\d\d)x/, (_m, a: string, b: string) => `${a}.${b === '99' ? '98' : String(Number(b) + 1).padStart(2, '0')}x`);
     expect(tampered).not.toBe(readme);
     expect(renderMarkdown(tampered, results)).toBe(readme);
+  });
+
+  it('no measurement is left outside a rendered block: no unmatched marker, no "Measured at commit" line between blocks', () => {
+    for (const path of markdownFiles(root)) expect({ file: relative(root, path), orphans: orphanedMeasurements(readFileSync(path, 'utf8')) }).toEqual({ file: relative(root, path), orphans: [] });
+    // Twin: a rendered block's old tail left behind after its closing marker (docs/rebalancing.md had one).
+    const orphan = '<!-- bench:x -->\n| 1 |\n<sub>Measured at commit abc on 2026-12-07</sub>\n<!-- /bench:x -->\n\n<sub>Measured at commit def on 2026-11-28</sub>\n<!-- /bench:x -->\n';
+    expect(orphanedMeasurements(orphan)).toEqual(['line 6: Measured at commit def on 2026-11-28</sub>', 'line 7: <!-- /bench:x --> closes no open block']);
   });
 
   it('each rendered table says what it was measured at', () => {
