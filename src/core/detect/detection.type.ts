@@ -90,12 +90,16 @@ export interface RankComputeState {
   rank: number;
   dp: number;
   pp: number;
+  /**
+   * Median F, B, W, ms: over the window; over the newest half of the window and every sample since,
+   * while the rank is flagged slow (its window still holds samples from before the onset).
+   */
   fMs: number;
   bMs: number;
   wMs: number;
   /** Median f+b+w of the same stage in the other replicas, or the rank's own healthy level when dpSize is 1, ms. */
   referenceMs: number;
-  /** Median f+b+w over referenceMs (NaN when the reference is unknown). */
+  /** Median f+b+w (read as fMs is) over referenceMs (NaN when the reference is unknown). */
   ratio: number;
   straggler: boolean;
   /** A straggler whose newest samples are healthy again (see PipelineLinkState.recovering). */

@@ -30,8 +30,15 @@ function flagged(s: DetectionSnapshot): string[] {
 }
 
 /** The window medians of every link and rank: what the windows hold, and nothing else. */
-function windowMedians(s: DetectionSnapshot): string {
-  return JSON.stringify([s.pipelineLinks.map((l) => l.medianMs), s.dataParallelLinks.map((l) => l.medianMs), s.compute.map((c) => [c.fMs, c.bMs, c.wMs]), s.stageTimes]);
+/**
+ * The window medians of a snapshot. A rank flagged slow in `either` snapshot is read from its newest
+ * samples since the flag (RankComputeTracker.sizeOf), which depends on when it was flagged, not on
+ * what its window holds: its times and the stage times are left out then.
+ */
+function windowMedians(s: DetectionSnapshot, ...either: DetectionSnapshot[]): string {
+  const slow = new Set([s, ...either].flatMap((x) => x.compute.filter((c) => c.straggler).map((c) => c.rank)));
+  const compute = s.compute.map((c) => (slow.has(c.rank) ? 'flagged' : [c.fMs, c.bMs, c.wMs]));
+  return JSON.stringify([s.pipelineLinks.map((l) => l.medianMs), s.dataParallelLinks.map((l) => l.medianMs), compute, slow.size === 0 ? s.stageTimes : 'flagged']);
 }
 
 /** A valid detector config drawn at random (small windows and thresholds, so they matter within a run). */
@@ -134,7 +141,8 @@ describe('JobDetector.reconfigure', () => {
         const before = r.detector.snapshot();
         r.detector.reconfigure({ ...config, windowSize });
         const after = r.detector.snapshot();
-        expect(windowMedians(after)).toBe(windowMedians(newest.snapshot()));
+        const kept = newest.snapshot();
+        expect(windowMedians(after, kept)).toBe(windowMedians(kept, after));
         const learned = (s: DetectionSnapshot) => JSON.stringify([s.pipelineLinks.map((l) => [l.baselineMs, l.ewmaMs, l.samples]), s.dataParallelLinks.map((l) => l.samples), flagged(s)]);
         expect(learned(after)).toBe(learned(before));
       }),
@@ -151,8 +159,9 @@ describe('JobDetector.reconfigure', () => {
     r.pipelineMs = () => ms++;
     for (let i = 0; i < 8; i++) r.iterate(i < 4 ? [r.detector, newest, oldest] : [r.detector, newest]);
     r.detector.reconfigure({ ...config, windowSize: 4 });
-    expect(windowMedians(r.detector.snapshot())).toBe(windowMedians(newest.snapshot()));
-    expect(windowMedians(r.detector.snapshot())).not.toBe(windowMedians(oldest.snapshot()));
+    const [after, kept, old] = [r.detector.snapshot(), newest.snapshot(), oldest.snapshot()];
+    expect(windowMedians(after, kept, old)).toBe(windowMedians(kept, after, old));
+    expect(windowMedians(after, kept, old)).not.toBe(windowMedians(old, after, kept));
   });
 
   it('judges the next samples by the new thresholds: a lowered enterAfter flags a straggler on its next bad sample', () => {

@@ -11,6 +11,8 @@ class RankCompute {
   readonly w: SlidingWindow;
   readonly hysteresis: Hysteresis;
   samples = 0;
+  /** Samples since the rank was flagged slow (0 while it is not): how many of the newest samples size it (sizeOf). */
+  spell = 0;
   /** Healthy level of f+b+w after warm-up (LearnedBaseline; NaN before). */
   readonly learned = new LearnedBaseline();
   /** Became a straggler while flagging was suspended: not reported as one. */
@@ -90,6 +92,7 @@ export class RankComputeTracker {
     // Not before the window is warm: three samples' median is no measure of a rank's speed.
     if (++this.sinceNoise >= this.ranks.length) this.refreshNoise();
     const flipped = r.hysteresis.update(r.samples >= this.config.baselineWarmup && median > this.slowRatio() * reference);
+    r.spell = r.hysteresis.active ? r.spell + 1 : 0;
     if (!flipped) return false;
     if (r.hysteresis.active && this.suspended) {
       r.suppressed = true;
@@ -139,15 +142,16 @@ export class RankComputeTracker {
       const r = this.ranks[i];
       if (r === undefined) continue;
       const referenceMs = this.reference(i, r);
+      const n = this.sizeOf(r);
       out.push({
         rank: rankOf[i],
         dp: dpOf[i],
         pp: this.ppOf[i],
-        fMs: r.f.median(),
-        bMs: r.b.median(),
-        wMs: r.w.median(),
+        fMs: newest(r.f, n),
+        bMs: newest(r.b, n),
+        wMs: newest(r.w, n),
         referenceMs,
-        ratio: referenceMs > 0 ? r.total.median() / referenceMs : Number.NaN,
+        ratio: referenceMs > 0 ? newest(r.total, n) / referenceMs : Number.NaN,
         straggler: r.hysteresis.active && !r.suppressed,
         recovering: r.hysteresis.recovering && !r.suppressed,
       });
@@ -164,11 +168,30 @@ export class RankComputeTracker {
       const r = this.ranks[i];
       if (r === undefined) continue;
       const pp = this.ppOf[i];
-      if (!(r.f.median() <= fMs[pp])) fMs[pp] = r.f.median();
-      if (!(r.b.median() <= bMs[pp])) bMs[pp] = r.b.median();
-      if (!(r.w.median() <= wMs[pp])) wMs[pp] = r.w.median();
+      const n = this.sizeOf(r);
+      const f = newest(r.f, n);
+      const b = newest(r.b, n);
+      const w = newest(r.w, n);
+      if (!(f <= fMs[pp])) fMs[pp] = f;
+      if (!(b <= bMs[pp])) bMs[pp] = b;
+      if (!(w <= wMs[pp])) wMs[pp] = w;
     }
     return { fMs, bMs, wMs };
+  }
+
+  /**
+   * The newest samples a rank's times are read from: its whole window while healthy; while it is
+   * flagged slow, the newest half of the window and every sample since it was flagged. Its window
+   * median first crosses the threshold when about half the window is slow, so the newest half holds
+   * slow samples only, while the whole window still holds healthy ones from before the onset: sized on
+   * it, a 1.5x rank read 1.33x and its re-balance was made again a few iterations later when the
+   * window filled (bench:outside, compute noise 25%). Half a window, not the newest enterAfter: a
+   * median of 3 samples moves with every draw on noisy compute, and each move re-prices the split.
+   */
+  private sizeOf(r: RankCompute): number {
+    const window = r.total.capacity;
+    if (!r.hysteresis.active || r.suppressed) return window;
+    return Math.min(window, Math.ceil(window / 2) + r.spell);
   }
 
   private reference(i: number, r: RankCompute): number {
@@ -247,6 +270,11 @@ export class RankComputeTracker {
     this.sortedCount[pp] = n;
     s.subarray(0, n).sort();
   }
+}
+
+/** Median of the newest `n` samples; the kept median (no sort) when that is the whole window, as for every healthy rank. */
+function newest(window: SlidingWindow, n: number): number {
+  return n >= window.size ? window.median() : window.recentMedian(n);
 }
 
 /** Standard errors of two window medians' difference a slow rank must exceed (besides computeSlowRatio). */
