@@ -146,6 +146,24 @@ describe('re-balancing in the control step', () => {
     expect(jobsApiProblem('decisions', decisionsBody(job))).toBeNull();
   });
 
+  it('declines a re-balance whose gain over the straggler\'s expected iterations does not pay the switch, saying why', async () => {
+    const h = serviceHarness({ config: (c) => (c.control.switchCostMs = 1e7) });
+    const job = await slowStage(h, layered('rb-switch'));
+    const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
+    expect(logged).toHaveLength(1);
+    expect(logged[0].verdict).toBe('declined');
+    expect(logged[0].reason).toMatch(/^declined: split \[7,3,7,7\] .*, but [\d.]+ ms\/iteration over an expected 100 iterations after \d+ lead iterations \(\d+ ms\) does not beat the handoff and the switch \(10000400 ms\)$/);
+    expect(logged[0].cost!.costMs).toBeGreaterThan(logged[0].cost!.benefitMs);
+    expect(job.handshake).toBeNull();
+    expect(jobsApiProblem('decisions', decisionsBody(job))).toBeNull();
+  });
+
+  it('twin: the same switch cost with cost-aware switching off is not priced: the re-balance is taken', async () => {
+    const h = serviceHarness({ config: (c) => ((c.control.switchCostMs = 1e7), (c.control.costAware = false)) });
+    const job = await slowStage(h, layered('rb-switch-off'));
+    expect(job.decisions.recent().filter((d) => d.kind === 'rebalance').map((d) => d.verdict)).toEqual(['taken']);
+  });
+
   it('leaves a job without layers to re-planning alone', async () => {
     const h = serviceHarness();
     const job = await slowStage(h, registration('rb-none', 4));

@@ -16,13 +16,34 @@ const decidedOn = new WeakMap<JobRuntime, string>();
 const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
 /**
+ * Per stage speed, measured over declared work: a stage with a slow rank, or whose speed stands out
+ * of the others' by `standOut` (detection.computeSlowRatio: a rank whose flag noise let go while it
+ * is still slow), at its own (its slowest replica's); every other stage at the job's common pace (the
+ * median of theirs; 1 when none is measured). A healthy stage's measured time is its slowest
+ * replica's window median, which moves by several per cent with noise (the maximum of noisy
+ * medians): priced as measured, each move re-ranked the splits and one compute straggler on 15%
+ * compute noise was re-balanced four times in 40 iterations (bench:outside). What the declared times
+ * get wrong in common (a slower GPU than profiled) is kept; a healthy stage's noise is not a reason
+ * to move layers.
+ */
+export function paceOf(measured: readonly number[], declared: readonly number[], slowStages: ReadonlySet<number>, standOut: number): number[] {
+  const own = measured.map((m, s) => (Number.isFinite(m) && declared[s] > 0 ? m / declared[s] : Number.NaN));
+  const healthy = own.filter((x, s) => !slowStages.has(s) && Number.isFinite(x)).sort((a, b) => a - b);
+  const n = healthy.length;
+  const common = n === 0 ? 1 : n % 2 ? healthy[n >> 1] : (healthy[n / 2 - 1] + healthy[n / 2]) / 2;
+  return own.map((x, s) => (Number.isFinite(x) && (slowStages.has(s) || x > standOut * common) ? x : common));
+}
+
+/**
  * The re-balance step of a job that declared its `layers` (docs/rebalancing.md), after the
  * control step took no other switch: when a compute straggler is confirmed, or the split in force
  * is not the registered one (a rank may have healed), the core's decideRebalance with per-stage
  * speeds measured against the declared layer times (the slowest replica's F+B+W over the sum of
  * its layers' under the split in force: what survives a re-split, unlike a rank's learned
- * baseline), amortising the handoff over the straggler's expected remaining iterations
- * (StragglerHistory, key c:<rank>; a healthy spell's when moving back). Logged in the job's
+ * baseline; healthy stages at the job's common pace, paceOf), amortising the handoff over the
+ * straggler's expected remaining iterations (StragglerHistory, key c:<rank>; a healthy spell's when
+ * moving back), and taken only when its gain over those iterations after its lead beats the
+ * handoff and the switch (control.switchCostMs, with cost-aware switching). Logged in the job's
  * decision log, taken or declined with why; switching paused for the job logs it as paused. Null
  * when there is nothing to decide (no layers, no slow rank and the registered split in force, or
  * the same inputs as the last decision).
@@ -56,7 +77,7 @@ export function rebalanceForJob(
     const total = c.fMs + c.bMs + c.wMs;
     if (Number.isFinite(total) && !(total <= measured[c.pp])) measured[c.pp] = total;
   }
-  const speed = measured.map((m, s) => (Number.isFinite(m) && declared[s] > 0 ? m / declared[s] : 1));
+  const speed = paceOf(measured, declared, new Set(slow.map((c) => c.pp)), config.detection.computeSlowRatio);
   const iteration = job.progress.maxIteration;
   const expected = slow.length > 0 ? Math.max(...slow.map((c) => job.stragglers.expectedRemaining(computeKey(c.rank), iteration))) : job.stragglers.expectedHealthyNow(iteration);
   // Decided again when the expected duration doubles or halves (a straggler that outlives its history) or switching is resumed.
@@ -90,20 +111,28 @@ export function rebalanceForJob(
           layers: { perStage: out.split, moves: out.moves },
         }
       : null;
-  const paused = out.take && job.overrides.pauseSwitching;
-  const take = out.take && !paused && decision !== null;
   const lead = decision ? 1 + switchLead(job, decision, config) : 0;
   const gain = out.predictedNewMs === null ? 0 : out.predictedReplanMs - out.predictedNewMs;
+  // A re-balance is a switch like any other: it must pay back the handoff and the switch within the
+  // straggler's expected remaining iterations after its lead, or it is declined (cost-aware switching).
+  const benefitMs = gain > 0 ? gain * Math.max(0, expected - lead) : 0;
+  const costMs = out.moveMs + (config.control.costAware ? config.control.switchCostMs : 0);
+  const pays = !config.control.costAware || benefitMs > costMs;
+  const reason = out.take && !pays
+    ? `declined: ${out.reason.replace(/^re-balanced: /, '')}, but ${gain.toFixed(1)} ms/iteration over an expected ${Number.isFinite(expected) ? expected.toFixed(0) : expected} iterations after ${lead} lead iterations (${benefitMs.toFixed(0)} ms) does not beat the handoff and the switch (${costMs.toFixed(0)} ms)`
+    : out.reason;
+  const paused = out.take && pays && job.overrides.pauseSwitching;
+  const take = out.take && pays && !paused && decision !== null;
   const record: DecisionRecord = {
     at: now,
     iteration,
     kind: 'rebalance',
     verdict: paused ? 'paused' : take ? 'taken' : 'declined',
-    reason: paused ? `switching paused for the job (would have been: ${out.reason})` : out.reason,
+    reason: paused ? `switching paused for the job (would have been: ${out.reason})` : reason,
     evidence: { links: [], dataParallelLinks: [] },
     prediction: { currentMs: finiteOrNull(out.predictedCurrentMs), newMs: out.predictedNewMs ?? out.predictedReplanMs, staticMs },
     cost: decision
-      ? { gainMsPerIteration: gain, expectedIterations: expected, leadIterations: lead, uncertainty: 0, benefitMs: gain > 0 ? gain * Math.max(0, expected - lead) : 0, costMs: out.moveMs }
+      ? { gainMsPerIteration: gain, expectedIterations: expected, leadIterations: lead, uncertainty: 0, benefitMs, costMs }
       : null,
     scheduleVersion: null,
     overrides: job.overrides.active,
