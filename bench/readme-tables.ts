@@ -866,10 +866,12 @@ function outsideSweepTable(r: Json): string {
   for (const f of r.families as Json[]) {
     const sum = (k: string) => (f.seeds as Json[]).reduce((a: number, s: Json) => a + s.healthy[k], 0);
     const col = (k: string) => seeds((f.seeds as Json[]).map((s: Json) => s[k]));
-    lines.push(`| ${f.name} | ${f.kind} | ${f.stages} x ${f.dp} | ${sum('switches')} / ${sum('remaps')} / ${sum('rebalances')} | ${col('pipelineInForce')} | ${col('backAfterHealing')} | ${col('ringInForce')} | ${col('computeInForce')} |`);
+    // Older results have no switch count: the column then shows the in-force iterations alone.
+    const rebalanced = (f.seeds as Json[]).map((s: Json) => `${s.computeInForce === null ? 'never' : s.computeInForce}${s.computeSwitches === undefined ? '' : ` (${s.computeSwitches})`}`).join(' / ');
+    lines.push(`| ${f.name} | ${f.kind} | ${f.stages} x ${f.dp} | ${sum('switches')} / ${sum('remaps')} / ${sum('rebalances')} | ${col('pipelineInForce')} | ${col('backAfterHealing')} | ${col('ringInForce')} | ${rebalanced} |`);
   }
   lines.push('');
-  lines.push(`Iterations from onset (or from healing) to the new plan in force, one per seed (${r.seeds.join(', ')}); "never": not within 60 iterations.`);
+  lines.push(`Iterations from onset (or from healing) to the new plan in force, one per seed (${r.seeds.join(', ')}); "never": not within 60 iterations. In brackets, the switches of any kind the 1.5x rank's run took from onset to its end, 60 iterations later: one re-balance is the goal, more is churn (a re-balance re-made as noise moves the measured speeds, or undone by a recovery).`);
   return lines.join('\n');
 }
 
