@@ -3,7 +3,8 @@ import { ControlDecision } from './control-decision.type';
 import { JobControlInput } from './control-input.type';
 import { DecisionRecord } from './decision-record.type';
 import { StragglerHistory } from './straggler-history';
-import { computeKey, dataParallelKey, GateContext, gateSwitch, pipelineKey, SwitchCostConfig } from './switch-gate';
+import { computeKey, dataParallelKey, pipelineKey } from './straggler-key';
+import { GateContext, gateSwitch, SwitchCostConfig } from './switch-gate';
 
 /** The straggler keys of a detection snapshot (StragglerHistory's names); `recovering`: only those whose newest samples are healthy again. */
 export function stragglingKeys(snapshot: DetectionSnapshot, recovering = false): string[] {

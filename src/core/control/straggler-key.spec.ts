@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { computeKey, dataParallelKey, parseStragglerKey, pipelineKey } from './switch-gate';
+import { computeKey, dataParallelKey, parseStragglerKey, pipelineKey } from './straggler-key';
 
 describe('parseStragglerKey', () => {
   it('reads back what pipelineKey, dataParallelKey and computeKey build', () => {

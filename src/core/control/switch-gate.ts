@@ -1,6 +1,7 @@
 import { ControlDecision } from './control-decision.type';
 import { DelegationPlan, PipelineGroupPlan } from './control-input.type';
 import { StragglerHistory } from './straggler-history';
+import { dataParallelKey, parseStragglerKey, pipelineKey } from './straggler-key';
 
 /** Knobs of cost-aware switching (config section "control", keys named alike). */
 export interface SwitchCostConfig {
@@ -92,30 +93,6 @@ export function decisionKeys(decision: ControlDecision): string[] {
     ...decision.links.map((l) => pipelineKey(l.dp, l.link)),
     ...(decision.dataParallelLinks ?? []).map((l) => dataParallelKey(l.fromRank, l.toRank)),
   ];
-}
-
-export function pipelineKey(dp: number, link: number): string {
-  return `p:${dp}:${link}`;
-}
-
-export function dataParallelKey(fromRank: number, toRank: number): string {
-  return `d:${fromRank}>${toRank}`;
-}
-
-export function computeKey(rank: number): string {
-  return `c:${rank}`;
-}
-
-/** What a straggler key names (the inverse of pipelineKey, dataParallelKey and computeKey); null for any other string. */
-export type StragglerKeyParts = { kind: 'pipeline'; dp: number; link: number } | { kind: 'dataParallel'; fromRank: number; toRank: number } | { kind: 'compute'; rank: number };
-
-export function parseStragglerKey(key: string): StragglerKeyParts | null {
-  let m = /^p:(\d+):(\d+)$/.exec(key);
-  if (m) return { kind: 'pipeline', dp: Number(m[1]), link: Number(m[2]) };
-  m = /^d:(\d+)>(\d+)$/.exec(key);
-  if (m) return { kind: 'dataParallel', fromRank: Number(m[1]), toRank: Number(m[2]) };
-  m = /^c:(\d+)$/.exec(key);
-  return m ? { kind: 'compute', rank: Number(m[1]) } : null;
 }
 
 const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : String(x));
@@ -238,7 +215,7 @@ export function gateSwitch(decision: ControlDecision, config: SwitchCostConfig, 
  */
 export function refinementMayPay(headroomMs: number, keys: readonly string[], nicFailure: boolean, config: SwitchCostConfig, ctx: GateContext): boolean {
   if (!config.costAware || nicFailure || !(headroomMs < Infinity)) return true;
-  if (keys.some((k) => k.startsWith('d:'))) return true;
+  if (keys.some((k) => parseStragglerKey(k)?.kind === 'dataParallel')) return true;
   if (!(headroomMs > 0)) return false;
   // The most any plan could give back: every resource the plan in force holds.
   const resources = ctx.current ? Math.max(0, resourceMsPerIteration(ctx.current, config)) : 0;

@@ -1,4 +1,4 @@
-import { parseStragglerKey } from '../control/switch-gate';
+import { parseStragglerKey } from '../control/straggler-key';
 import { FleetLinkPrior } from '../detect/detection.type';
 import { FleetRankPlace } from './job-fleet-evidence';
 import { FleetSuspect, FleetView } from './fleet-view.type';

@@ -2,7 +2,8 @@ import { ControlDecision } from '../../core/control/control-decision.type';
 import { DecisionRecord } from '../../core/control/decision-record.type';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { judgeDecision } from '../../core/control/judge-decision';
-import { pipelineKey, refinementMayPay } from '../../core/control/switch-gate';
+import { pipelineKey } from '../../core/control/straggler-key';
+import { refinementMayPay } from '../../core/control/switch-gate';
 import { switchCostConfigOf } from '../config/control-config-of';
 import { PipemorphConfig } from '../config/pipemorph-config.type';
 import { JobRuntime } from '../jobs/job-runtime';
@@ -10,10 +11,12 @@ import { switchLead } from '../publish/switch-lead';
 
 /**
  * The cost gate for one of a job's decisions (core judgeDecision) with the job's lead, history,
- * the re-map handoff and its per-job overrides, logged in the job's decision log; the daemon's ControlService and `pipemorph
- * replay` alike; one declined only while the straggler is within the job's history of short ones is
- * asked for again at the next iteration. The lead counts from the newest report: one iteration to reach the read that can
- * see the prepare, then the switch's lead.
+ * the re-map handoff and its per-job overrides, logged in the job's decision log; the daemon's
+ * ControlService and `pipemorph replay` alike. A declined decision the gate marks revisitSoon is
+ * asked for again at the next iteration: a straggler declined only while it is within the job's
+ * history of short ones, and a recovery declined under recoveryWithinIterations (so the bound holds
+ * to the iteration). The lead counts from the newest report: one iteration to reach the read that
+ * can see the prepare, then the switch's lead.
  */
 export function judgeForJob(job: JobRuntime, decision: ControlDecision, predictedCurrentMs: number | null, config: PipemorphConfig, now: number): { take: boolean; record: DecisionRecord } {
   // The job's overrides (cost knobs, switching paused) when it has any, else the configuration.

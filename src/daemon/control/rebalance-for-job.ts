@@ -2,7 +2,7 @@ import { ControlConfig } from '../../core/control/control-config.type';
 import { ControlDecision } from '../../core/control/control-decision.type';
 import { JobControlInput } from '../../core/control/control-input.type';
 import { DecisionRecord } from '../../core/control/decision-record.type';
-import { computeKey } from '../../core/control/switch-gate';
+import { computeKey } from '../../core/control/straggler-key';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
 import { decideRebalance } from '../../core/rebalance/decide-rebalance.planner';
 import { PipemorphConfig } from '../config/pipemorph-config.type';

@@ -10,7 +10,7 @@ import { LinkObservation } from '../../core/detect/detection.type';
 import { StragglerHistory } from '../../core/control/straggler-history';
 import { detectorTolerances } from '../../core/control/detector-tolerances';
 import { severeKeys, stragglingKeys } from '../../core/control/judge-decision';
-import { dataParallelKey, pipelineKey } from '../../core/control/switch-gate';
+import { dataParallelKey, pipelineKey } from '../../core/control/straggler-key';
 import { LinkSample, PublishedSchedule, RankReport, Registration } from '../../protocol/protocol-v1.type';
 import { IngestCounters } from '../ingest/ingest-counters.model';
 import { OpenHandshake, SwitchState } from '../publish/switch-state.model';
