@@ -12,7 +12,7 @@ const S = 4;
 const DP = 2;
 const ppOf = Array.from({ length: S * DP }, (_, i) => i % S);
 
-function run(sigma: number, iterations: number, seed: number, factor: (t: number, i: number) => number = () => 1) {
+function run(sigma: number, iterations: number, seed: number, factor: (t: number, i: number) => number = () => 1, slowRank = -1) {
   const random = seededRandom(seed);
   const gauss = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
   const tracker = new RankComputeTracker(DEFAULT_DETECTOR_CONFIG, S, DP, ppOf);
@@ -21,6 +21,9 @@ function run(sigma: number, iterations: number, seed: number, factor: (t: number
   let firstFlag = -1;
   let oldRuleEntries = 0;
   const oldStreak = new Array(S * DP).fill(0);
+  /** When the window-median rule alone (noise-aware threshold, three in a row) would first flag `slowRank`. */
+  let medianRuleFlag = -1;
+  const medianStreak = new Array(S * DP).fill(0);
   for (let t = 0; t < iterations; t++) {
     for (let i = 0; i < S * DP; i++) {
       const x = Math.exp(sigma * gauss()) * factor(t, i);
@@ -36,9 +39,13 @@ function run(sigma: number, iterations: number, seed: number, factor: (t: number
       const slow = t >= 8 && windows[i].median() > DEFAULT_DETECTOR_CONFIG.computeSlowRatio * windows[peer].median();
       oldStreak[i] = slow ? oldStreak[i] + 1 : 0;
       if (oldStreak[i] === DEFAULT_DETECTOR_CONFIG.enterAfter) oldRuleEntries++;
+      // The window-median rule with the noise-aware threshold at the true spread (the tracker's test without its CUSUM).
+      const threshold = Math.max(DEFAULT_DETECTOR_CONFIG.computeSlowRatio, Math.exp((4 * Math.SQRT2 * 1.25 * sigma) / Math.sqrt(DEFAULT_DETECTOR_CONFIG.windowSize)));
+      medianStreak[i] = t >= 8 && windows[i].median() > threshold * windows[peer].median() ? medianStreak[i] + 1 : 0;
+      if (i === slowRank && medianRuleFlag < 0 && medianStreak[i] === DEFAULT_DETECTOR_CONFIG.enterAfter) medianRuleFlag = t;
     }
   }
-  return { entries, firstFlag, oldRuleEntries };
+  return { entries, firstFlag, oldRuleEntries, medianRuleFlag };
 }
 
 describe('RankComputeTracker on noisy compute (issue 29)', () => {
@@ -54,6 +61,20 @@ describe('RankComputeTracker on noisy compute (issue 29)', () => {
     const r = run(0.25, 300, 2, (t, i) => (i === 2 && t >= 100 ? 1.5 : 1));
     expect(r.firstFlag).toBeGreaterThanOrEqual(100);
     expect(r.firstFlag).toBeLessThan(140);
+  });
+
+  // 20 runs of a rank turning 1.5x slower on 25% noise: the tracker flagged every one within 45
+  // iterations of onset (median 20); the window-median rule alone took 54 to 87 in four of them.
+  const slowRuns = () => Array.from({ length: 20 }, (_, k) => run(0.25, 200, 100 + k, (t, i) => (i === 2 && t >= 100 ? 1.5 : 1), 2));
+
+  it('flags a rank 1.5x slower on 25% noise within 45 iterations of onset in every one of 20 runs (its CUSUM bounds the tail)', () => {
+    const flags = slowRuns().map((r) => r.firstFlag - 100);
+    expect(flags.every((d) => d >= 0 && d <= 45)).toBe(true);
+  });
+
+  it('twin: the window-median rule alone (1.5x under its 1.56x threshold) takes longer than 45 in some of the same runs', () => {
+    const flags = slowRuns().map((r) => r.medianRuleFlag - 100);
+    expect(flags.filter((d) => d < 0 || d > 45).length).toBeGreaterThanOrEqual(3);
   });
 
   it('on quiet compute (sigma 0.05) computeSlowRatio alone decides: a 1.2x rank is flagged within a window', () => {

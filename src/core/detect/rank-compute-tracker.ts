@@ -13,6 +13,10 @@ class RankCompute {
   samples = 0;
   /** Samples since the rank was flagged slow (0 while it is not): how many of the newest samples size it (sizeOf). */
   spell = 0;
+  /** One-sided CUSUM of the rank's samples over its reference (RankComputeTracker.cusumStep), in standard deviations. */
+  cusum = 0;
+  /** Samples since the CUSUM last stood at 0: the CUSUM's estimate of how long ago the rank turned slow. */
+  rising = 0;
   /** Healthy level of f+b+w after warm-up (LearnedBaseline; NaN before). */
   readonly learned = new LearnedBaseline();
   /** Became a straggler while flagging was suspended: not reported as one. */
@@ -45,6 +49,12 @@ export class RankComputeTracker {
   private suspended = false;
   /** The job's typical spread of a rank's iterations (log sigma; see slowRatio), re-read every round of samples. */
   private noiseSigma = 0;
+  /**
+   * The spread the CUSUM is scaled by: the upper median over ranks, smoothed over rounds. One
+   * round's estimate comes from 16-sample windows and wanders by a quarter; a CUSUM scaled by an
+   * estimate that low on a stretch false-alarms (every rank of a healthy job at 40% noise).
+   */
+  private cusumSigma = 0;
   private sinceNoise = 0;
   private noiseScratch = new Float64Array(0);
 
@@ -91,7 +101,9 @@ export class RankComputeTracker {
     const reference = this.reference(i, r);
     // Not before the window is warm: three samples' median is no measure of a rank's speed.
     if (++this.sinceNoise >= this.ranks.length) this.refreshNoise();
-    const flipped = r.hysteresis.update(r.samples >= this.config.baselineWarmup && median > this.slowRatio() * reference);
+    const judged = r.samples >= this.config.baselineWarmup;
+    const slowNow = judged && (median > this.slowRatio() * reference || this.cusumStep(r, f + b + w, reference));
+    const flipped = r.hysteresis.update(slowNow);
     r.spell = r.hysteresis.active ? r.spell + 1 : 0;
     if (!flipped) return false;
     if (r.hysteresis.active && this.suspended) {
@@ -180,8 +192,34 @@ export class RankComputeTracker {
   }
 
   /**
+   * The sequential half of the slow test (issue 29, compute under noise): a one-sided CUSUM of
+   * each sample's log ratio over the reference, less log(computeSlowRatio), in units of the job's
+   * per-sample spread (at least half that log, so quiet compute does not chase a rank a few per cent
+   * off its peers). A rank running at its reference drifts down by log(computeSlowRatio) / sigma per
+   * sample and stays at 0; a 1.5x rank climbs by about (0.41 - 0.14) / sigma and crosses CUSUM_H in
+   * about 8 samples at 25% noise, where a window median waits for half its window and then stands
+   * under the noise-aware threshold (1.5x against 1.56x: re-balanced 18 to 53 iterations after onset
+   * in bench:outside). One sample adds at most CUSUM_STEP (a GC pause is one draw, not a straggler),
+   * and the sum is held at CUSUM_H + CUSUM_STEP so a healed rank comes back within a few samples.
+   * True while the sum is at least CUSUM_H.
+   */
+  private cusumStep(r: RankCompute, total: number, reference: number): boolean {
+    if (!(reference > 0) || !(total > 0)) return r.cusum >= CUSUM_H;
+    const floor = Math.log(this.config.computeSlowRatio);
+    const sigma = Math.max(this.cusumSigma, floor / 2);
+    // The reference is a window median too (the peers', or the rank's learned level): it sits off the
+    // peers' true level by its standard error for a window at a time, so that much is not counted.
+    const margin = floor + (REFERENCE_Z * 1.25 * sigma) / Math.sqrt(this.config.windowSize * Math.max(1, this.dpSize - 1));
+    const z = (Math.log(total / reference) - margin) / sigma;
+    r.cusum = Math.min(CUSUM_H + CUSUM_STEP, Math.max(0, r.cusum + Math.min(CUSUM_STEP, z)));
+    r.rising = r.cusum > 0 ? r.rising + 1 : 0;
+    return r.cusum >= CUSUM_H;
+  }
+
+  /**
    * The newest samples a rank's times are read from: its whole window while healthy; while it is
-   * flagged slow, the newest half of the window and every sample since it was flagged. Its window
+   * flagged slow, those since its CUSUM last stood at 0 (the CUSUM's onset estimate) while the CUSUM
+   * is up, else the newest half of the window and every sample since it was flagged. Its window
    * median first crosses the threshold when about half the window is slow, so the newest half holds
    * slow samples only, while the whole window still holds healthy ones from before the onset: sized on
    * it, a 1.5x rank read 1.33x and its re-balance was made again a few iterations later when the
@@ -191,6 +229,8 @@ export class RankComputeTracker {
   private sizeOf(r: RankCompute): number {
     const window = r.total.capacity;
     if (!r.hysteresis.active || r.suppressed) return window;
+    // Flagged by the CUSUM: the samples since it last stood at 0 (its estimate of the onset), however few.
+    if (r.rising > 0) return Math.min(window, Math.max(this.config.enterAfter, r.rising));
     return Math.min(window, Math.ceil(window / 2) + r.spell);
   }
 
@@ -238,6 +278,8 @@ export class RankComputeTracker {
     if (n === 0) return;
     const sorted = this.noiseScratch.subarray(0, n).sort();
     this.noiseSigma = sorted[(n - 1) >> 1];
+    const upper = sorted[n >> 1];
+    this.cusumSigma = this.cusumSigma > 0 ? this.cusumSigma + SIGMA_ALPHA * (upper - this.cusumSigma) : upper;
   }
 
   /**
@@ -251,7 +293,7 @@ export class RankComputeTracker {
    * decides as before.
    */
   private slowRatio(): number {
-    const noise = Math.exp((NOISE_Z * Math.SQRT2 * 1.25 * this.noiseSigma) / Math.sqrt(this.config.windowSize));
+    const noise = Math.exp((NOISE_Z * Math.SQRT2 * 1.25 * Math.max(this.noiseSigma, this.cusumSigma)) / Math.sqrt(this.config.windowSize));
     return noise > this.config.computeSlowRatio ? noise : this.config.computeSlowRatio;
   }
 
@@ -276,6 +318,14 @@ export class RankComputeTracker {
 function newest(window: SlidingWindow, n: number): number {
   return n >= window.size ? window.median() : window.recentMedian(n);
 }
+
+/** The CUSUM level (standard deviations) that makes a rank slow, and the most one sample adds (cusumStep). */
+const CUSUM_H = 8;
+const CUSUM_STEP = 3;
+/** Standard errors of the reference's window median left out of a sample's excess (cusumStep). */
+const REFERENCE_Z = 2;
+/** Weight of each round's spread estimate in the smoothed one (cusumSigma). */
+const SIGMA_ALPHA = 0.1;
 
 /** Standard errors of two window medians' difference a slow rank must exceed (besides computeSlowRatio). */
 const NOISE_Z = 4;
