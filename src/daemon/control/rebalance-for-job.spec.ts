@@ -2,6 +2,7 @@ import { jobKeys } from '../../protocol/redis-keys';
 import { Registration } from '../../protocol/protocol-v1.type';
 import { ingestPass, metricValue, registeredJob, registration, serviceHarness, ServiceHarness } from '../../../test/support/service-harness';
 import { JobRuntime } from '../jobs/job-runtime';
+import { effectiveKnobs } from '../overrides/effective-knobs';
 import { jobsApiProblem } from '../../../test/support/jobs-api-schema';
 import { compileSchema } from '../../protocol/schema-validator';
 import scheduleSchema from '../../../schemas/schedule.v1.schema.json';
@@ -33,8 +34,9 @@ async function report(h: ServiceHarness, spec: Registration, iteration: number, 
 }
 
 /** 12 healthy iterations, then 12 with stage 1 1.5x slower, then a control step past the re-plan interval. */
-async function slowStage(h: ServiceHarness, spec: Registration): Promise<JobRuntime> {
+async function slowStage(h: ServiceHarness, spec: Registration, before: (job: JobRuntime) => void = () => {}): Promise<JobRuntime> {
   const job = await registeredJob(h, spec);
+  before(job);
   for (let i = 0; i < 24; i++) {
     h.clock.advance(100);
     await report(h, spec, i, i < 12 ? 1 : 1.5, [6, 6, 6, 6]);
@@ -156,6 +158,15 @@ describe('re-balancing in the control step', () => {
     expect(logged[0].cost!.costMs).toBeGreaterThan(logged[0].cost!.benefitMs);
     expect(job.handshake).toBeNull();
     expect(jobsApiProblem('decisions', decisionsBody(job))).toBeNull();
+  });
+
+  it('prices the switch with the job\'s own overrides when it has any', async () => {
+    const h = serviceHarness();
+    const doc = { control: { switchCostMs: 1e7 } };
+    const job = await slowStage(h, layered('rb-switch-override'), (j) => j.overrides.set(doc, effectiveKnobs(h.config, doc), JSON.stringify(doc)));
+    const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
+    expect(logged.map((d) => d.verdict)).toEqual(['declined']);
+    expect(logged[0].reason).toMatch(/does not beat the handoff and the switch \(10000400 ms\)$/);
   });
 
   it('twin: the same switch cost with cost-aware switching off is not priced: the re-balance is taken', async () => {

@@ -5,6 +5,7 @@ import { DecisionRecord } from '../../core/control/decision-record.type';
 import { computeKey } from '../../core/control/straggler-key';
 import { DetectionSnapshot } from '../../core/detect/job-detector';
 import { decideRebalance } from '../../core/rebalance/decide-rebalance.planner';
+import { switchCostConfigOf } from '../config/control-config-of';
 import { PipemorphConfig } from '../config/pipemorph-config.type';
 import { rebalanceConfigOf } from '../config/rebalance-config-of';
 import { JobRuntime } from '../jobs/job-runtime';
@@ -43,7 +44,8 @@ export function paceOf(measured: readonly number[], declared: readonly number[],
  * baseline; healthy stages at the job's common pace, paceOf), amortising the handoff over the
  * straggler's expected remaining iterations (StragglerHistory, key c:<rank>; a healthy spell's when
  * moving back), and taken only when its gain over those iterations after its lead beats the
- * handoff and the switch (control.switchCostMs, with cost-aware switching). Logged in the job's
+ * handoff and the switch (control.switchCostMs, with cost-aware switching; the job's overrides of
+ * them when it has any). Logged in the job's
  * decision log, taken or declined with why; switching paused for the job logs it as paused. Null
  * when there is nothing to decide (no layers, no slow rank and the registered split in force, or
  * the same inputs as the last decision).
@@ -116,8 +118,10 @@ export function rebalanceForJob(
   // A re-balance is a switch like any other: it must pay back the handoff and the switch within the
   // straggler's expected remaining iterations after its lead, or it is declined (cost-aware switching).
   const benefitMs = gain > 0 ? gain * Math.max(0, expected - lead) : 0;
-  const costMs = out.moveMs + (config.control.costAware ? config.control.switchCostMs : 0);
-  const pays = !config.control.costAware || benefitMs > costMs;
+  // The job's own cost knobs when its overrides set any (as judgeForJob prices its other switches).
+  const knobs = job.overrides.effective?.switchCost ?? switchCostConfigOf(config);
+  const costMs = out.moveMs + (knobs.costAware ? knobs.switchCostMs : 0);
+  const pays = !knobs.costAware || benefitMs > costMs;
   const reason = out.take && !pays
     ? `declined: ${out.reason.replace(/^re-balanced: /, '')}, but ${gain.toFixed(1)} ms/iteration over an expected ${Number.isFinite(expected) ? expected.toFixed(0) : expected} iterations after ${lead} lead iterations (${benefitMs.toFixed(0)} ms) does not beat the handoff and the switch (${costMs.toFixed(0)} ms)`
     : out.reason;
