@@ -24,6 +24,12 @@ function checkTopology(t: JobTopology): void {
 }
 
 /**
+ * Iterations without a report after which a rank is taken to have restarted (RankComputeTracker.resumed):
+ * more than a few lost reports, as a restart's downtime is (tens of iterations to rebuild communicators).
+ */
+const RESUMED_AFTER = 5;
+
+/**
  * Straggler detection for one job: per-iteration rank reports in, straggler states out.
  * Pipeline links are judged against their own healthy baseline and the Eq. 1 tolerance of
  * the schedule in force, data-parallel links against their peers, ranks' compute against the
@@ -132,6 +138,8 @@ export class JobDetector {
     const i = this.indexOf.get(rank);
     if (i === undefined || !Number.isFinite(iteration)) return { accepted: false, duplicate: false, ignoredLinks: links.length, changed: false };
     if (iteration <= this.lastIteration[i]) return { accepted: false, duplicate: true, ignoredLinks: 0, changed: false };
+    // A rank silent for RESUMED_AFTER iterations or more has restarted: its first samples are a warm-up.
+    if (iteration - this.lastIteration[i] > RESUMED_AFTER) this.compute.resumed(i);
     this.lastIteration[i] = iteration;
     const { f, b, w } = compute;
     let changed = false;

@@ -17,6 +17,8 @@ class RankCompute {
   cusum = 0;
   /** Samples since the CUSUM last stood at 0: the CUSUM's estimate of how long ago the rank turned slow. */
   rising = 0;
+  /** Samples the CUSUM still leaves out after a restart (RankComputeTracker.resumed). */
+  warming = 0;
   /** Healthy level of f+b+w after warm-up (LearnedBaseline; NaN before). */
   readonly learned = new LearnedBaseline();
   /** Became a straggler while flagging was suspended: not reported as one. */
@@ -119,6 +121,20 @@ export class RankComputeTracker {
   }
 
   /**
+   * Rank index `i` came back after a silence (JobDetector: a restart): its first baselineWarmup
+   * samples are a warm-up (caches cold, communicators rebuilt: 2-3x slower for a few iterations), not
+   * a straggler, as a new rank's are. The CUSUM, which a few samples that slow would fill, leaves them
+   * out and starts again from 0; the window median, which needs half a window, judges them as before.
+   */
+  resumed(i: number): void {
+    const r = this.ranks[i];
+    if (r === undefined) return;
+    r.cusum = 0;
+    r.rising = 0;
+    r.warming = this.config.baselineWarmup;
+  }
+
+  /**
    * New knobs, keeping each rank's newest samples (as many as the new window holds), baseline and
    * straggler state. The stage caches are refreshed on their usual schedule, not here.
    */
@@ -204,6 +220,10 @@ export class RankComputeTracker {
    * True while the sum is at least CUSUM_H.
    */
   private cusumStep(r: RankCompute, total: number, reference: number): boolean {
+    if (r.warming > 0) {
+      r.warming--;
+      return false;
+    }
     if (!(reference > 0) || !(total > 0)) return r.cusum >= CUSUM_H;
     const floor = Math.log(this.config.computeSlowRatio);
     const sigma = Math.max(this.cusumSigma, floor / 2);

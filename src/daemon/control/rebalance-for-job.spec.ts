@@ -162,7 +162,7 @@ describe('re-balancing in the control step', () => {
 
   it('prices the switch with the job\'s own overrides when it has any', async () => {
     const h = serviceHarness();
-    const doc = { control: { switchCostMs: 1e7 } };
+    const doc = { version: 1 as const, setBy: 'alice', reason: 'expensive switches', control: { switchCostMs: 1e7 } };
     const job = await slowStage(h, layered('rb-switch-override'), (j) => j.overrides.set(doc, effectiveKnobs(h.config, doc), JSON.stringify(doc)));
     const logged = job.decisions.recent().filter((d) => d.kind === 'rebalance');
     expect(logged.map((d) => d.verdict)).toEqual(['declined']);
